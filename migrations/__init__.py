@@ -1,1 +1,1 @@
-"""durable-responses."""
+"""Alembic migrations of the durable-responses schema (run with `durable-responses migrate`)."""

@@ -1,0 +1,5 @@
+"""`python -m server` is `durable-responses`."""
+
+from .cli import main
+
+main()

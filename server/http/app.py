@@ -1,0 +1,244 @@
+"""The ASGI app: routes for the Responses protocol at `/` and under `/v1`, health, auth.
+
+Invariants:
+- Every route resolves the caller's user id first (`x-agent-user-id`, else the API key's
+  principal) and passes it to every read and write: another tenant's response is a 404.
+- Errors always have the body `{"error": {"message", "type", "param", "code"}}`.
+- SSE frames are pre-formatted `event:`/`id:`/`data:` blocks read from committed rows, batched
+  into one write per read; sse-starlette adds keep-alive comments and watches for disconnects.
+- This layer never touches SQL: it calls the runtime's `Host`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+
+from ..protocol import errors
+from ..protocol.ids import is_valid_response_id, is_valid_user_id
+from ..protocol.request import parse_create_request, parse_list_params, parse_stream_params
+from ..protocol.response import deleted_body
+from ..runtime.host import Created, Host
+
+log = logging.getLogger("durable_responses.http")
+
+DEFAULT_USER = ""
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class HttpSettings:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        max_body_bytes: int = 16 * 1024 * 1024,
+        keepalive_seconds: float = 15.0,
+    ) -> None:
+        self.api_key = api_key
+        self.max_body_bytes = max_body_bytes
+        self.keepalive_seconds = keepalive_seconds
+
+
+def error_response(exc: errors.ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
+    h = dict(headers or {})
+    if exc.status in (400, 401, 404, 409, 413, 422):
+        h.setdefault("x-should-retry", "false")
+    return JSONResponse(exc.body(), status_code=exc.status, headers=h)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host: bool = True) -> Starlette:
+    cfg = settings or HttpSettings()
+
+    def user_of(request: Request) -> str:
+        if cfg.api_key is not None:
+            auth = request.headers.get("authorization", "")
+            scheme, _, token = auth.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), cfg.api_key):
+                raise errors.unauthorized(
+                    "Missing or wrong API key: send `Authorization: Bearer <key>` with the key the "
+                    "server was started with (DURABLE_RESPONSES_API_KEY)."
+                )
+        user = request.headers.get("x-agent-user-id")
+        if user is None or user == "":
+            return DEFAULT_USER
+        if not is_valid_user_id(user):
+            raise errors.bad_request("Invalid x-agent-user-id header.", param="x-agent-user-id")
+        return user
+
+    def response_id_of(request: Request) -> str:
+        rid: str = request.path_params["response_id"]
+        if not is_valid_response_id(rid):
+            # Not an id we could have issued: same answer as a missing one.
+            raise errors.not_found(f"Response with id '{rid[:128]}' not found.", param="response_id")
+        return rid
+
+    def guarded(handler: Handler) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except errors.ProtocolError as exc:
+                return error_response(exc)
+            except Exception:
+                log.exception("unhandled error on %s %s", request.method, request.url.path)
+                return error_response(errors.server_error())
+
+        return wrapped
+
+    async def read_body(request: Request) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > cfg.max_body_bytes:
+            raise errors.payload_too_large(cfg.max_body_bytes)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cfg.max_body_bytes:
+                raise errors.payload_too_large(cfg.max_body_bytes)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+        if ctype not in ("application/json", "", "text/json") and not ctype.endswith("+json"):
+            raise errors.ProtocolError(
+                415, f"Unsupported content type {ctype!r}: send application/json.", code="unsupported_media_type"
+            )
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise errors.bad_request(f"The request body is not valid JSON: {exc}", code="invalid_json") from exc
+
+    def sse(body: AsyncIterator[bytes], on_close: Callable[[], None] | None = None) -> EventSourceResponse:
+        async def guarded_body() -> AsyncIterator[bytes]:
+            finished = False
+            try:
+                async for chunk in body:
+                    yield chunk
+                finished = True
+            finally:
+                if not finished and on_close is not None:
+                    on_close()
+
+        return EventSourceResponse(guarded_body(), ping=cfg.keepalive_seconds, headers=SSE_HEADERS)
+
+    async def create(request: Request) -> Response:
+        user = user_of(request)
+        body = await read_body(request)
+        req = parse_create_request(body)
+        chosen = request.headers.get("x-agent-response-id")
+        if chosen is not None and not is_valid_response_id(chosen):
+            raise errors.bad_request(
+                "Invalid x-agent-response-id header: use resp_ followed by letters, digits, _ or -.",
+                param="x-agent-response-id",
+            )
+        created = await host.create(user, req, chosen)
+        return await respond(request, created)
+
+    async def respond(request: Request, created: Created) -> Response:
+        req = created.request
+        if req.stream:
+            if created.memory is not None:
+                return sse(host.relay_memory(created.memory), lambda: host.stop_foreground(created.response_id))
+            on_close = None if req.background else (lambda: host.stop_foreground(created.response_id))
+            return sse(host.relay(created.response_id, -1), on_close)
+        if req.background:
+            return JSONResponse(await host.get(user_of(request), created.response_id))
+        waiter = asyncio.ensure_future(host.wait(created))
+        disconnect = asyncio.ensure_future(_wait_disconnect(request))
+        done, _ = await asyncio.wait({waiter, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+        if waiter not in done:
+            host.stop_foreground(created.response_id)
+            waiter.cancel()
+            return Response(status_code=499)
+        disconnect.cancel()
+        return JSONResponse(waiter.result())
+
+    async def retrieve(request: Request) -> Response:
+        user = user_of(request)
+        rid = response_id_of(request)
+        params = parse_stream_params(request.query_params, request.headers.get("last-event-id"))
+        if not params.stream:
+            return JSONResponse(await host.get(user, rid))
+        await host.get_row(user, rid)
+        after = params.starting_after if params.starting_after is not None else -1
+        return sse(host.relay(rid, after))
+
+    async def cancel(request: Request) -> Response:
+        return JSONResponse(await host.cancel(user_of(request), response_id_of(request)))
+
+    async def delete(request: Request) -> Response:
+        user = user_of(request)
+        rid = response_id_of(request)
+        await host.delete(user, rid)
+        return JSONResponse(deleted_body(rid))
+
+    async def input_items(request: Request) -> Response:
+        user = user_of(request)
+        rid = response_id_of(request)
+        params = parse_list_params(request.query_params)
+        return JSONResponse(await host.input_items(user, rid, params))
+
+    async def readiness(request: Request) -> Response:
+        if await host.ready():
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable"}, status_code=503)
+
+    async def liveness(request: Request) -> Response:
+        return JSONResponse({"status": "alive"})
+
+    api = [
+        Route("/responses", guarded(create), methods=["POST"]),
+        Route("/responses/{response_id}", guarded(retrieve), methods=["GET"]),
+        Route("/responses/{response_id}", guarded(delete), methods=["DELETE"]),
+        Route("/responses/{response_id}/cancel", guarded(cancel), methods=["POST"]),
+        Route("/responses/{response_id}/input_items", guarded(input_items), methods=["GET"]),
+    ]
+    routes = [
+        *api,
+        Mount("/v1", routes=list(api)),
+        Route("/readiness", readiness, methods=["GET"]),
+        Route("/liveness", liveness, methods=["GET"]),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if manage_host:
+            await host.start()
+        try:
+            yield
+        finally:
+            if manage_host:
+                await host.stop()
+
+    async def not_found_handler(request: Request, exc: Exception) -> Response:
+        return error_response(errors.not_found(f"No route for {request.method} {request.url.path}."))
+
+    async def method_not_allowed(request: Request, exc: Exception) -> Response:
+        return error_response(errors.ProtocolError(405, f"Method {request.method} not allowed here."))
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found_handler, 405: method_not_allowed},
+    )
+    app.state.host = host
+    return app
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return

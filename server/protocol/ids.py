@@ -1,0 +1,52 @@
+"""Identifiers: minting response ids, validating client-supplied ids, deriving item ids.
+
+Invariant: output and input item ids are pure functions of (response id, position), so a rerun
+after a crash assigns exactly the ids the first run did; and every id accepted from a client is
+drawn from a small safe alphabet with a bounded length, so it can be a database key or a log
+field as is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+
+_RESPONSE_ID = re.compile(r"(?:resp_|caresp_)[A-Za-z0-9_-]{1,100}")
+_CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_ITEM_PREFIX = {"message": "msg", "function_call": "fc", "reasoning": "rs"}
+
+
+def new_response_id() -> str:
+    """A fresh response id: "resp_" and 48 lowercase hex characters (192 random bits)."""
+    return "resp_" + secrets.token_hex(24)
+
+
+def is_valid_response_id(value: str) -> bool:
+    """Ours ("resp_") or a Foundry client-chosen one ("caresp_"), at most 128 characters."""
+    return isinstance(value, str) and len(value) <= 128 and _RESPONSE_ID.fullmatch(value) is not None
+
+
+def is_valid_conversation_id(value: str) -> bool:
+    # Foundry conversation ids have no fixed prefix: accept any safe token.
+    return isinstance(value, str) and _CONVERSATION_ID.fullmatch(value) is not None
+
+
+def is_valid_user_id(value: str) -> bool:
+    """1 to 256 printable characters: a tenant key must never smuggle control characters."""
+    return isinstance(value, str) and 1 <= len(value) <= 256 and value.isprintable()
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
+
+
+def output_item_id(response_id: str, output_index: int, kind: str) -> str:
+    """Deterministic id of the output item at `output_index` (prefix by kind: msg, fc, rs, item)."""
+    prefix = _ITEM_PREFIX.get(kind, "item")
+    return f"{prefix}_{_digest(f'{response_id}:{output_index}')}"
+
+
+def input_item_id(response_id: str, position: int) -> str:
+    """Deterministic id for the input item at `position` when the client supplied none."""
+    return f"in_{_digest(f'{response_id}:input:{position}')}"

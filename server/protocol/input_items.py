@@ -1,0 +1,290 @@
+"""Normalization of the `input` of a create request into a list of canonical input items.
+
+Invariant: every item returned is a fresh dict with an explicit `"type"` and an `"id"` key (the
+client's id, or None for the caller to fill with `ids.input_item_id`); message items always carry a
+list of typed content parts and `"status": "completed"`; anything this layer does not understand is
+refused with a 400 naming its path, never passed through silently (reasoning items excepted: they
+are opaque to the host and kept as sent).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from ._check import fail, reject_unknown, require, want_enum, want_list, want_object, want_str
+
+MAX_TEXT_CHARS = 10 * 1024 * 1024
+MAX_DATA_CHARS = 32 * 1024 * 1024
+MAX_ITEM_ID_CHARS = 256
+
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+ITEM_STATUSES = ("in_progress", "completed", "incomplete")
+IMAGE_DETAILS = ("auto", "low", "high", "original")
+FUNCTION_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+# Allowed keys = the Open Responses schema's properties plus the openai SDK's for the same shape.
+_MESSAGE_KEYS = frozenset({"type", "id", "role", "content", "status", "phase"})
+_INPUT_TEXT_KEYS = frozenset({"type", "text", "prompt_cache_breakpoint"})
+_INPUT_IMAGE_KEYS = frozenset({"type", "image_url", "file_id", "detail", "prompt_cache_breakpoint"})
+_INPUT_FILE_KEYS = frozenset(
+    {"type", "file_id", "file_data", "file_url", "filename", "detail", "prompt_cache_breakpoint"}
+)
+_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
+_REFUSAL_KEYS = frozenset({"type", "refusal"})
+_FUNCTION_CALL_KEYS = frozenset(
+    {"type", "id", "call_id", "name", "arguments", "status", "namespace", "caller"}
+)
+_FUNCTION_CALL_OUTPUT_KEYS = frozenset(
+    {"type", "id", "call_id", "output", "status", "name", "namespace", "caller"}
+)
+_ITEM_REFERENCE_KEYS = frozenset({"type", "id"})
+
+_USER_PARTS = ("input_text", "input_image", "input_file")
+# The SDK's EasyInputMessage lets an assistant turn carry input_text; accept it with the usual ones.
+_ASSISTANT_PARTS = ("output_text", "refusal", "input_text")
+
+
+def text_message(text: str, role: str = "user") -> dict[str, Any]:
+    """The canonical message item for a plain string (the `input: "..."` shorthand)."""
+    return {
+        "type": "message",
+        "id": None,
+        "role": role,
+        "content": [_text_part(text, role)],
+        "status": "completed",
+    }
+
+
+def _text_part(text: str, role: str) -> dict[str, Any]:
+    if role == "assistant":
+        return {"type": "output_text", "text": text, "annotations": []}
+    return {"type": "input_text", "text": text}
+
+
+def normalize_input(value: object) -> list[dict[str, Any]]:
+    """`input` (a string or a list of items) as canonical items; [] for null."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        want_str(value, "input", max_len=MAX_TEXT_CHARS)
+        return [text_message(value)]
+    items = want_list(value, "input")
+    return [_item(raw, f"input[{i}]") for i, raw in enumerate(items)]
+
+
+def _item_id(obj: dict[str, Any], path: str) -> str | None:
+    value = obj.get("id")
+    if value is None:
+        return None
+    text = want_str(value, f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
+    if not text.isprintable():
+        fail(f"Invalid '{path}.id': control characters are not allowed.", f"{path}.id")
+    return text
+
+
+def _item(raw: object, path: str) -> dict[str, Any]:
+    obj = want_object(raw, path)
+    kind = obj.get("type")
+    if kind is None:
+        # EasyInputMessage has no type; a bare {"id": ...} is an item reference (its type is nullable).
+        if "role" in obj:
+            kind = "message"
+        elif "id" in obj:
+            kind = "item_reference"
+        else:
+            fail(f"Missing required parameter: '{path}.type'.", f"{path}.type", "missing_required_parameter")
+    kind = want_str(kind, f"{path}.type")
+    if kind == "message":
+        return _message(obj, path)
+    if kind == "function_call":
+        return _function_call(obj, path)
+    if kind == "function_call_output":
+        return _function_call_output(obj, path)
+    if kind == "item_reference":
+        reject_unknown(obj, _ITEM_REFERENCE_KEYS, path)
+        ref = want_str(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
+        return {"type": "item_reference", "id": ref}
+    if kind == "reasoning":
+        kept = copy.deepcopy(obj)
+        kept["id"] = _item_id(obj, path)
+        return kept
+    fail(f"Invalid value for '{path}.type': unsupported input item type {kind!r}.", f"{path}.type")
+
+
+def _status(obj: dict[str, Any], path: str) -> str:
+    value = obj.get("status")
+    if value is None:
+        return "completed"
+    return want_enum(value, f"{path}.status", ITEM_STATUSES)
+
+
+def _message(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    reject_unknown(obj, _MESSAGE_KEYS, path)
+    role = want_enum(require(obj, "role", path), f"{path}.role", MESSAGE_ROLES)
+    content = require(obj, "content", path)
+    if isinstance(content, str):
+        want_str(content, f"{path}.content", max_len=MAX_TEXT_CHARS)
+        parts = [_text_part(content, role)]
+    else:
+        allowed = _ASSISTANT_PARTS if role == "assistant" else _USER_PARTS
+        raw_parts = want_list(content, f"{path}.content")
+        parts = [_part(p, f"{path}.content[{j}]", allowed) for j, p in enumerate(raw_parts)]
+    if obj.get("status") is not None:
+        want_enum(obj["status"], f"{path}.status", ITEM_STATUSES)
+    item: dict[str, Any] = {
+        "type": "message",
+        "id": _item_id(obj, path),
+        "role": role,
+        "content": parts,
+        # An input message is complete by definition, whatever status the client echoed back.
+        "status": "completed",
+    }
+    if obj.get("phase") is not None:
+        item["phase"] = want_enum(obj["phase"], f"{path}.phase", ("commentary", "final_answer"))
+    return item
+
+
+def _part(raw: object, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    obj = want_object(raw, path)
+    kind = want_str(require(obj, "type", path), f"{path}.type")
+    if kind not in allowed:
+        fail(f"Invalid value for '{path}.type': {kind!r} is not allowed here.", f"{path}.type")
+    if kind == "input_text":
+        reject_unknown(obj, _INPUT_TEXT_KEYS, path)
+        text = want_str(require(obj, "text", path), f"{path}.text", max_len=MAX_TEXT_CHARS)
+        return _with_extras({"type": "input_text", "text": text}, obj)
+    if kind == "input_image":
+        return _input_image(obj, path)
+    if kind == "input_file":
+        return _input_file(obj, path)
+    if kind == "output_text":
+        reject_unknown(obj, _OUTPUT_TEXT_KEYS, path)
+        text = want_str(require(obj, "text", path), f"{path}.text", max_len=MAX_TEXT_CHARS)
+        annotations = obj.get("annotations")
+        annotations = [] if annotations is None else want_list(annotations, f"{path}.annotations")
+        for k, ann in enumerate(annotations):
+            want_object(ann, f"{path}.annotations[{k}]")
+        part: dict[str, Any] = {
+            "type": "output_text",
+            "text": text,
+            "annotations": copy.deepcopy(annotations),
+        }
+        if obj.get("logprobs") is not None:
+            part["logprobs"] = copy.deepcopy(want_list(obj["logprobs"], f"{path}.logprobs"))
+        return part
+    # refusal: the only kind left in either allowed tuple.
+    reject_unknown(obj, _REFUSAL_KEYS, path)
+    refusal = want_str(require(obj, "refusal", path), f"{path}.refusal", max_len=MAX_TEXT_CHARS)
+    return {"type": "refusal", "refusal": refusal}
+
+
+def _with_extras(part: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    # SDK-only hints (prompt caching) mean nothing to the host but are kept for fidelity.
+    if obj.get("prompt_cache_breakpoint") is not None:
+        part["prompt_cache_breakpoint"] = copy.deepcopy(obj["prompt_cache_breakpoint"])
+    return part
+
+
+def _input_image(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    reject_unknown(obj, _INPUT_IMAGE_KEYS, path)
+    url = obj.get("image_url")
+    file_id = obj.get("file_id")
+    if url is None and file_id is None:
+        fail(
+            f"Invalid '{path}': one of 'image_url' or 'file_id' is required.",
+            f"{path}.image_url",
+            "missing_required_parameter",
+        )
+    part: dict[str, Any] = {"type": "input_image", "image_url": None}
+    if url is not None:
+        url = want_str(url, f"{path}.image_url", max_len=2 * MAX_TEXT_CHARS)
+        if not url.lower().startswith(("http://", "https://", "data:")):
+            fail(f"Invalid '{path}.image_url': expected an http(s) URL or a data: URL.", f"{path}.image_url")
+        part["image_url"] = url
+    if file_id is not None:
+        part["file_id"] = want_str(file_id, f"{path}.file_id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
+    detail = obj.get("detail")
+    part["detail"] = "auto" if detail is None else want_enum(detail, f"{path}.detail", IMAGE_DETAILS)
+    return _with_extras(part, obj)
+
+
+def _input_file(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    reject_unknown(obj, _INPUT_FILE_KEYS, path)
+    part: dict[str, Any] = {"type": "input_file"}
+    limits = {
+        "file_id": MAX_ITEM_ID_CHARS,
+        "file_data": MAX_DATA_CHARS,
+        "file_url": MAX_TEXT_CHARS,
+        "filename": 1024,
+    }
+    for key, limit in limits.items():
+        if obj.get(key) is not None:
+            part[key] = want_str(obj[key], f"{path}.{key}", max_len=limit)
+    if not any(key in part for key in ("file_id", "file_data", "file_url")):
+        fail(
+            f"Invalid '{path}': one of 'file_id', 'file_data' or 'file_url' is required.",
+            f"{path}.file_id",
+            "missing_required_parameter",
+        )
+    if obj.get("detail") is not None:
+        part["detail"] = want_enum(obj["detail"], f"{path}.detail", ("auto", "low", "high"))
+    return _with_extras(part, obj)
+
+
+def _call_id(obj: dict[str, Any], path: str) -> str:
+    return want_str(require(obj, "call_id", path), f"{path}.call_id", max_len=64, min_len=1)
+
+
+def _optional_extras(item: dict[str, Any], obj: dict[str, Any], path: str) -> dict[str, Any]:
+    # Newer SDK fields for namespaced / programmatic tools: opaque to the host, kept as sent.
+    if obj.get("namespace") is not None:
+        item["namespace"] = want_str(obj["namespace"], f"{path}.namespace", max_len=256)
+    if obj.get("caller") is not None:
+        item["caller"] = copy.deepcopy(want_object(obj["caller"], f"{path}.caller"))
+    return item
+
+
+def _function_call(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    reject_unknown(obj, _FUNCTION_CALL_KEYS, path)
+    call_id = _call_id(obj, path)
+    name = want_str(require(obj, "name", path), f"{path}.name")
+    if FUNCTION_NAME.fullmatch(name) is None:
+        fail(
+            f"Invalid '{path}.name': expected 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'.",
+            f"{path}.name",
+        )
+    arguments = want_str(require(obj, "arguments", path), f"{path}.arguments", max_len=MAX_TEXT_CHARS)
+    item = {
+        "type": "function_call",
+        "id": _item_id(obj, path),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": _status(obj, path),
+    }
+    return _optional_extras(item, obj, path)
+
+
+def _function_call_output(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    reject_unknown(obj, _FUNCTION_CALL_OUTPUT_KEYS, path)
+    call_id = _call_id(obj, path)
+    output = require(obj, "output", path)
+    if isinstance(output, str):
+        want_str(output, f"{path}.output", max_len=MAX_TEXT_CHARS)
+    else:
+        parts = want_list(output, f"{path}.output")
+        for j, part in enumerate(parts):
+            _part(part, f"{path}.output[{j}]", _USER_PARTS)
+    item: dict[str, Any] = {
+        "type": "function_call_output",
+        "id": _item_id(obj, path),
+        "call_id": call_id,
+        # Kept exactly as sent: the tool's answer is the application's data, not ours to reshape.
+        "output": copy.deepcopy(output),
+        "status": _status(obj, path),
+    }
+    if obj.get("name") is not None:
+        item["name"] = want_str(obj["name"], f"{path}.name", max_len=256)
+    return _optional_extras(item, obj, path)

@@ -1,0 +1,30 @@
+"""Server-sent-event framing of committed events.
+
+Invariant: one frame is exactly `event: <type>`, `id: <sequence_number>`, `data: <one-line JSON>`
+and a blank line; JSON is compact and never contains a raw newline, so a frame can never be split
+or misparsed by an EventSource client.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, UTF-8 kept as is (json escapes control characters, so no raw newline)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def frame(event_type: str, seq: int, data_json: str) -> bytes:
+    """One SSE frame; `data_json` must be single-line JSON (as `dumps` produces)."""
+    if "\n" in data_json or "\r" in data_json or "\n" in event_type or "\r" in event_type:
+        raise ValueError("SSE event type and data must not contain a newline")
+    return f"event: {event_type}\nid: {seq}\ndata: {data_json}\n\n".encode()
+
+
+def comment(text: str = "keep-alive") -> bytes:
+    """An SSE comment line (ignored by clients): keeps idle connections open through proxies."""
+    if "\n" in text or "\r" in text:
+        raise ValueError("SSE comment must not contain a newline")
+    return f": {text}\n\n".encode()

@@ -1,0 +1,425 @@
+"""The one module that touches private agent-framework names, and the restore fix that needs them.
+
+Job: make a ``WorkflowAgent`` resumable through its public ``run()``, (de)serialize checkpoints with the
+framework's own encoding, read pending requests out of checkpoints, and present ``request_info`` calls
+to clients without framework internals.
+
+Invariant: no other module of the server imports a private agent-framework name. Everything here is
+pinned to agent-framework-core 1.23.0; ``check_compatibility()`` (called at host start-up) and
+``tests/runtime/test_af_private.py`` fail loudly when the pinned version changes what this relies on.
+
+The upstream restore bug (#7677, seed 000, ``shared/reference/FACTS.md``)
+-------------------------------------------------------------------------
+``WorkflowAgent._run_core`` (``_workflows/_agent.py``) restores a checkpoint by running
+``workflow.run(checkpoint_id=...)`` and DISCARDING every event; without new input it then returns.
+So on a fresh instance ``agent.run(checkpoint_id=C)`` yields nothing even though the workflow drained
+the checkpoint's queued work (a countdown restored mid-way silently finishes). With new input, the
+restored work's outputs are lost and only the new input's appear. It also omits
+``function_invocation_kwargs`` / ``client_kwargs`` from the restore call. No public hook recovers
+those events (``WorkflowAgent`` never runs agent middleware, context providers see an empty response,
+there are no workflow event observers), and the host must go through the application's own
+``agent.run()`` (DESIGN invariant 3) so a subclass that overrides ``run()`` sees recovery.
+
+Private names used, and why
+---------------------------
+- ``WorkflowAgent._run_core``: overridden by ``_RestoreForwardingMixin`` (signature pinned) so the
+  restore phase's events are yielded; the input phase is delegated to the original with
+  ``checkpoint_id=None``. The mixin is combined with the application's own class by
+  ``make_restorable`` (``__class__`` rebinding), so an overridden ``run()`` stays the entry point.
+- ``agent_framework._workflows._checkpoint_encoding.encode_checkpoint_value`` /
+  ``decode_checkpoint_value``: the encoding ``FileCheckpointStorage`` uses (JSON, non-JSON values as
+  base64 pickle + type name, restricted unpickler with an allow-list). Only ``register_checkpoint_type``
+  is public in 1.23.0. The refused type's name is read from the restricted unpickler's message.
+
+Measured on 1.23.0 (``tests/runtime/test_af_private.py`` keeps these true)
+-------------------------------------------------------------------------
+- A restored run (``checkpoint_id`` + ``checkpoint_storage``) DOES save a checkpoint after every
+  superstep it runs (the storage is installed as the run's runtime storage), chained to the restored
+  checkpoint via ``previous_checkpoint_id``. It writes no entry checkpoint before its first superstep.
+  Restoring a checkpoint with no queued messages (e.g. a pause checkpoint) still runs one empty
+  superstep and saves one checkpoint (pending requests unchanged). Answering a pause on a fresh
+  instance (restore + function results) therefore saves: that restore checkpoint, then one entry
+  checkpoint when the responses are delivered (before any executor runs), then one per superstep.
+  (FACTS.md's "a restore writes none" holds only for the entry checkpoint.)
+- ``function_invocation_kwargs`` / ``client_kwargs`` passed to a restore are accepted, but the restore
+  then imports the checkpoint's state, so the restored supersteps run with the kwargs the ORIGINAL run
+  stored in the checkpoint. The input phase (new message or responses) uses the ones passed.
+- Timing with ``agent.run(stream=True)``: the stream is pull-based. ``save(C_k)`` is called inside the
+  consumer's ``__anext__`` that follows the LAST update of superstep k, i.e. only after the host has
+  taken every update of superstep k, and before any update of superstep k+1 exists. This holds for
+  first runs and restored runs (through the mixin) alike. So a host ``save()`` may commit the
+  buffered outputs of superstep k together with C_k in one transaction. (Executors of superstep k
+  may finish before the host has taken its updates, which wait in the runner's event queue; only
+  the save and the start of superstep k+1 wait for the consumer.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import re
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from agent_framework import (
+    CheckpointStorage,
+    Content,
+    Message,
+    ToolTypes,
+    WorkflowAgent,
+    WorkflowCheckpoint,
+    WorkflowEvent,
+    WorkflowInvocationKwargs,
+)
+
+# The one private import outside the mixin: the framework's checkpoint value encoding.
+from agent_framework._workflows._checkpoint_encoding import (
+    decode_checkpoint_value,
+    encode_checkpoint_value,
+)
+from agent_framework.exceptions import AgentInvalidRequestException, WorkflowCheckpointException
+
+__all__ = [
+    "ALLOW_TYPES_ENV",
+    "ALLOW_TYPE_FLAG",
+    "RUN_CORE_PARAMETERS",
+    "CheckpointTypeRefused",
+    "check_compatibility",
+    "clean_request_info_arguments",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "json_friendly",
+    "make_restorable",
+    "pending_request_ids",
+    "pending_request_payloads",
+]
+
+# What the mixin was written against (agent-framework-core 1.23.0).
+RUN_CORE_PARAMETERS: tuple[str, ...] = (
+    "self",
+    "input_messages",
+    "checkpoint_id",
+    "checkpoint_storage",
+    "streaming",
+    "tools",
+    "function_invocation_kwargs",
+    "client_kwargs",
+)
+
+# Keyword arguments the restore phase passes to Workflow.run.
+_WORKFLOW_RUN_RESTORE_KWARGS: tuple[str, ...] = (
+    "stream",
+    "checkpoint_id",
+    "checkpoint_storage",
+    "tools",
+    "function_invocation_kwargs",
+    "client_kwargs",
+)
+_CHECKPOINT_FIELDS: tuple[str, ...] = (
+    "workflow_name",
+    "graph_signature_hash",
+    "checkpoint_id",
+    "previous_checkpoint_id",
+    "messages",
+    "state",
+    "pending_request_info_events",
+    "iteration_count",
+)
+
+ALLOW_TYPE_FLAG = "--allow-checkpoint-type"
+ALLOW_TYPES_ENV = "DURABLE_RESPONSES_CHECKPOINT_TYPES"
+
+
+# region restore fix
+
+
+def _answered_request_ids(messages: Sequence[Message]) -> set[str]:
+    """Request ids that the call's own input answers (function results and approval responses)."""
+    answered: set[str] = set()
+    for message in messages:
+        for content in message.contents:
+            if content.type == "function_result" and content.call_id:
+                answered.add(content.call_id)
+            elif content.type == "function_approval_response" and content.id:
+                answered.add(content.id)
+    return answered
+
+
+class _RestoreForwardingMixin(WorkflowAgent):
+    """Overrides ``WorkflowAgent._run_core`` so a restore's events reach the caller (see module doc)."""
+
+    async def _run_core(
+        self,
+        input_messages: Sequence[Message],
+        checkpoint_id: str | None,
+        checkpoint_storage: CheckpointStorage | None,
+        streaming: bool,
+        tools: ToolTypes | Callable[..., Any] | Sequence[ToolTypes | Callable[..., Any]] | None = None,
+        function_invocation_kwargs: WorkflowInvocationKwargs
+        | Mapping[str, Mapping[str, Any]]
+        | Mapping[str, Any]
+        | None = None,
+        client_kwargs: WorkflowInvocationKwargs
+        | Mapping[str, Mapping[str, Any]]
+        | Mapping[str, Any]
+        | None = None,
+    ) -> AsyncIterable[WorkflowEvent]:
+        original = WorkflowAgent._run_core
+        if checkpoint_id is not None:
+            if checkpoint_storage is None:
+                raise AgentInvalidRequestException(
+                    "checkpoint_storage must be provided when checkpoint_id is provided"
+                )
+            # Restoring re-emits every pending request; the ones this call answers are not news.
+            answered = _answered_request_ids(input_messages)
+            if streaming:
+                async for event in self.workflow.run(
+                    stream=True,
+                    checkpoint_id=checkpoint_id,
+                    checkpoint_storage=checkpoint_storage,
+                    tools=tools,
+                    function_invocation_kwargs=function_invocation_kwargs,
+                    client_kwargs=client_kwargs,
+                ):
+                    if not (event.type == "request_info" and event.request_id in answered):
+                        yield event
+            else:
+                result = await self.workflow.run(
+                    checkpoint_id=checkpoint_id,
+                    checkpoint_storage=checkpoint_storage,
+                    tools=tools,
+                    function_invocation_kwargs=function_invocation_kwargs,
+                    client_kwargs=client_kwargs,
+                )
+                for event in result:
+                    if not (event.type == "request_info" and event.request_id in answered):
+                        yield event
+            if not input_messages:
+                return
+        # Input phase: the original delivers function results to pending requests or sends a new
+        # message when idle; with checkpoint_id=None it does not restore again.
+        async for event in original(
+            self,
+            input_messages,
+            None,
+            checkpoint_storage,
+            streaming,
+            tools=tools,
+            function_invocation_kwargs=function_invocation_kwargs,
+            client_kwargs=client_kwargs,
+        ):
+            yield event
+
+
+_RESTORABLE_CLASSES: dict[type[WorkflowAgent], type[WorkflowAgent]] = {}
+
+
+def make_restorable(agent: WorkflowAgent) -> WorkflowAgent:
+    """Give ``agent`` the restore fix in place and return it (idempotent).
+
+    The instance's class becomes a cached subclass ``(_RestoreForwardingMixin, type(agent))``: the
+    mixin's ``_run_core`` comes first in the MRO, while the application's own ``run()`` (if it
+    overrides one) is still found on its class and stays the entry point the host calls.
+    """
+    if not isinstance(agent, WorkflowAgent):
+        raise TypeError(f"make_restorable expects a WorkflowAgent, got {type(agent).__name__}")
+    cls = type(agent)
+    if issubclass(cls, _RestoreForwardingMixin):
+        return agent
+    restorable = _RESTORABLE_CLASSES.get(cls)
+    if restorable is None:
+        restorable = type(
+            f"Restorable{cls.__name__}",
+            (_RestoreForwardingMixin, cls),
+            {"__module__": cls.__module__, "__doc__": cls.__doc__},
+        )
+        _RESTORABLE_CLASSES[cls] = restorable
+    agent.__class__ = restorable
+    return agent
+
+
+# endregion
+
+# region checkpoint encoding
+
+
+class CheckpointTypeRefused(Exception):
+    """A checkpoint holds a value whose type is not on the checkpoint allow-list (fail closed)."""
+
+    def __init__(self, type_name: str, detail: str = "") -> None:
+        self.type_name = type_name
+        message = (
+            f"Checkpoint refused: it contains a value of type '{type_name}', which is not on the "
+            "checkpoint type allow-list (agent_framework.*, openai.types.*, safe built-ins). If this "
+            f"type is trusted, allow it with '{ALLOW_TYPE_FLAG} {type_name}' or the environment "
+            f"variable {ALLOW_TYPES_ENV} (comma-separated 'module:qualname' entries)."
+        )
+        if detail:
+            message = f"{message} ({detail})"
+        super().__init__(message)
+
+
+# The restricted unpickler names the blocked global as "... type 'module:qualname'".
+_BLOCKED_TYPE_RE = re.compile(r"blocked for (?:nested |non-type global )?(?:type )?'([^']+)'")
+
+
+def encode_checkpoint(checkpoint: WorkflowCheckpoint) -> str:
+    """Serialize a checkpoint to JSON text exactly as ``FileCheckpointStorage`` encodes it."""
+    return json.dumps(
+        encode_checkpoint_value(checkpoint.to_dict()), ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> WorkflowCheckpoint:
+    """Rebuild a checkpoint from ``encode_checkpoint`` text, refusing types off the allow-list.
+
+    ``allowed_types`` extends the framework's allow-list with "module:qualname" entries.
+
+    Raises:
+        CheckpointTypeRefused: a value's type is not allowed.
+        WorkflowCheckpointException: the text is not a valid checkpoint.
+    """
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkflowCheckpointException(f"Checkpoint is not valid JSON: {exc}") from exc
+    try:
+        decoded = decode_checkpoint_value(raw, allowed_types=frozenset(allowed_types))
+    except WorkflowCheckpointException as exc:
+        detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
+        match = _BLOCKED_TYPE_RE.search(detail)
+        if match:
+            raise CheckpointTypeRefused(match.group(1)) from exc
+        raise
+    if not isinstance(decoded, dict):
+        raise WorkflowCheckpointException("Checkpoint text does not hold a checkpoint object.")
+    return WorkflowCheckpoint.from_dict(decoded)
+
+
+# endregion
+
+# region pending requests
+
+
+def json_friendly(value: Any) -> Any:
+    """A JSON-serializable rendering of request data: primitives, dicts and lists as is (recursively),
+    dataclasses and pydantic models as dicts, framework objects via ``to_dict()``, anything else ``str()``.
+    """
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_friendly(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_friendly(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_friendly(dataclasses.asdict(value))
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump) and not isinstance(value, type):
+        return json_friendly(model_dump(mode="json"))
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and not isinstance(value, type):
+        try:
+            return json_friendly(to_dict())
+        except Exception:  # a to_dict that fails is no reason to lose the request
+            return str(value)
+    return str(value)
+
+
+def pending_request_ids(checkpoint: WorkflowCheckpoint) -> list[str]:
+    """Ids of the ``request_info`` requests still pending in ``checkpoint``, in insertion order."""
+    return [str(event.request_id or key) for key, event in checkpoint.pending_request_info_events.items()]
+
+
+def pending_request_payloads(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
+    """Request id -> JSON-friendly ``request_data`` of each pending request in ``checkpoint``."""
+    return {
+        str(event.request_id or key): json_friendly(event.data)
+        for key, event in checkpoint.pending_request_info_events.items()
+    }
+
+
+def clean_request_info_arguments(content: Content) -> tuple[str, str, str]:
+    """``(call_id, name, arguments_json)`` for a function_call content, fit to show a client.
+
+    A ``request_info`` call (``WorkflowAgent`` wraps each pending request as one) carries the whole
+    internal ``request_event``; its arguments become ``{"request_id", "data"}`` only. Any other
+    function call keeps its own arguments, rendered as a JSON string.
+    """
+    if content.type != "function_call":
+        raise ValueError(f"Expected function_call content, got {content.type!r}.")
+    call_id = content.call_id or ""
+    name = content.name or ""
+    arguments: Any = content.arguments
+    if name == WorkflowAgent.REQUEST_INFO_FUNCTION_NAME:
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                arguments = {}
+        args = arguments if isinstance(arguments, Mapping) else {}
+        event = args.get("request_event")
+        request_id = args.get("request_id") or call_id
+        if isinstance(event, WorkflowEvent):
+            data: Any = event.data
+        elif isinstance(event, Mapping):
+            data = event.get("data")
+        else:
+            data = args.get("data")
+        clean = {"request_id": str(request_id), "data": json_friendly(data)}
+        return call_id or str(request_id), name, json.dumps(clean, ensure_ascii=False)
+    if arguments is None:
+        return call_id, name, "{}"
+    if isinstance(arguments, str):
+        return call_id, name, arguments
+    return call_id, name, json.dumps(json_friendly(arguments), ensure_ascii=False)
+
+
+# endregion
+
+# region compatibility
+
+
+def check_compatibility() -> None:
+    """Raise ``RuntimeError`` if agent-framework no longer offers what this module relies on."""
+    problems: list[str] = []
+    run_core = getattr(WorkflowAgent, "_run_core", None)
+    if run_core is None or not inspect.isasyncgenfunction(run_core):
+        problems.append("WorkflowAgent._run_core is missing or no longer an async generator")
+    else:
+        params = tuple(inspect.signature(run_core).parameters)
+        if params != RUN_CORE_PARAMETERS:
+            problems.append(
+                f"WorkflowAgent._run_core parameters are {params}, expected {RUN_CORE_PARAMETERS}"
+            )
+    workflow_cls = getattr(WorkflowAgent, "workflow", None)
+    if workflow_cls is None:
+        problems.append("WorkflowAgent.workflow is missing")
+    from agent_framework import Workflow
+
+    run_params = set(inspect.signature(Workflow.run).parameters)
+    missing = [name for name in _WORKFLOW_RUN_RESTORE_KWARGS if name not in run_params]
+    if missing:
+        problems.append(f"Workflow.run no longer accepts {missing}")
+    if not callable(encode_checkpoint_value) or not callable(decode_checkpoint_value):
+        problems.append("checkpoint encoding helpers are missing")
+    else:
+        decode_params = inspect.signature(decode_checkpoint_value).parameters
+        if "allowed_types" not in decode_params:
+            problems.append("decode_checkpoint_value no longer takes allowed_types")
+    checkpoint_fields = {f.name for f in dataclasses.fields(WorkflowCheckpoint)}
+    missing_fields = [name for name in _CHECKPOINT_FIELDS if name not in checkpoint_fields]
+    if missing_fields:
+        problems.append(f"WorkflowCheckpoint lacks fields {missing_fields}")
+    if getattr(WorkflowAgent, "REQUEST_INFO_FUNCTION_NAME", None) != "request_info":
+        problems.append("WorkflowAgent.REQUEST_INFO_FUNCTION_NAME is no longer 'request_info'")
+    if problems:
+        raise RuntimeError(
+            "The installed agent-framework is not the one server/runtime/_af_private.py was written "
+            "against (agent-framework-core 1.23.0): "
+            + "; ".join(problems)
+            + ". Re-verify the restore bug (#7677) and update the module before running this host."
+        )
+
+
+# endregion

@@ -1,0 +1,94 @@
+"""`SqlCheckpointStorage`: agent-framework's CheckpointStorage in the host's own database.
+
+Invariants:
+- Rows are scoped by the host's key: the user, and a lineage (a response, or a conversation);
+  a checkpoint of another user reads as missing.
+- Order is the host's sequence (`checkpoints.seq`), never `iteration_count` or timestamps.
+- `save()` goes through the run's commit hook, which commits the checkpoint in the same
+  transaction as every event produced before it (the pairing). The framework swallows errors
+  raised by `save()`, so the hook also marks the run failed: the host stops it itself.
+- Decoding enforces the framework's allow-list plus the app's registered types.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+
+from agent_framework import WorkflowCheckpoint
+from agent_framework.exceptions import WorkflowCheckpointException
+
+from ..store import Store
+from ..store.records import CheckpointRow, Write
+from ._af_private import decode_checkpoint, encode_checkpoint
+
+SaveHook = Callable[[WorkflowCheckpoint, str], Awaitable[None]]
+
+
+class SqlCheckpointStorage:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        user_id: str,
+        lineage: str,
+        response_id: str,
+        allowed_types: Iterable[str] = (),
+        on_save: SaveHook | None = None,
+    ) -> None:
+        self._store = store
+        self.user_id = user_id
+        self.lineage = lineage
+        self.response_id = response_id
+        self._allowed = tuple(allowed_types)
+        self._on_save = on_save
+        self.saved: list[str] = []
+
+    async def save(self, checkpoint: WorkflowCheckpoint) -> str:
+        data = encode_checkpoint(checkpoint)
+        if self._on_save is not None:
+            await self._on_save(checkpoint, data)
+        else:
+            row = self.row(checkpoint, data, event_seq=-1)
+            await self._store.write_now([Write(response_id=self.response_id, owner=None, checkpoint=row)])
+        self.saved.append(checkpoint.checkpoint_id)
+        return checkpoint.checkpoint_id
+
+    def row(self, checkpoint: WorkflowCheckpoint, data: str, *, event_seq: int) -> CheckpointRow:
+        return CheckpointRow(
+            checkpoint_id=checkpoint.checkpoint_id,
+            user_id=self.user_id,
+            lineage=self.lineage,
+            response_id=self.response_id,
+            workflow_name=checkpoint.workflow_name,
+            event_seq=event_seq,
+            data=data,
+            created_at=time.time(),
+        )
+
+    async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
+        row = await self._store.load_checkpoint(checkpoint_id, self.user_id)
+        if row is None:
+            raise WorkflowCheckpointException(f"No checkpoint found with ID {checkpoint_id}")
+        return decode_checkpoint(row.data, allowed_types=self._allowed)
+
+    async def list_checkpoints(self, *, workflow_name: str) -> list[WorkflowCheckpoint]:
+        rows = await self._store.list_checkpoints(
+            user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
+        )
+        return [decode_checkpoint(r.data, allowed_types=self._allowed) for r in rows]
+
+    async def list_checkpoint_ids(self, *, workflow_name: str) -> list[str]:
+        rows = await self._store.list_checkpoints(
+            user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
+        )
+        return [r.checkpoint_id for r in rows]
+
+    async def get_latest(self, *, workflow_name: str) -> WorkflowCheckpoint | None:
+        row = await self._store.latest_checkpoint(
+            user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
+        )
+        return None if row is None else decode_checkpoint(row.data, allowed_types=self._allowed)
+
+    async def delete(self, checkpoint_id: str) -> bool:
+        return await self._store.delete_checkpoint(checkpoint_id, self.user_id)

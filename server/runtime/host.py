@@ -1,0 +1,592 @@
+"""The runtime's facade: create, read, cancel, delete and stream responses; own leases.
+
+Invariants:
+- A response is inserted with its `response.created` event and this process's lease in one
+  transaction, before its run starts; from then on only the lease holder appends to it.
+- Continuations fail closed: a reply to an unknown or answered call, or a continuation whose
+  checkpoint is gone, is refused with a 4xx; nothing silently restarts a workflow.
+- The HTTP layer talks only to this class (never to SQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import errors
+from ..protocol import events as ev
+from ..protocol.ids import input_item_id, new_response_id
+from ..protocol.request import CreateRequest, ListParams
+from ..protocol.response import build_response, list_body
+from ..protocol.sse import dumps, frame
+from ..store import (
+    TERMINAL_STATUSES,
+    DuplicateResponse,
+    EventRow,
+    InputItemRow,
+    ResponseRow,
+    Store,
+)
+from .apps import HostedApp
+from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
+from .recovery import Recovery
+from .run import ResponseRun, RunPlan
+from .sinks import MemorySink, SqlSink
+from .mapping import ItemMapper
+
+log = logging.getLogger("durable_responses.host")
+
+MAX_HISTORY_RESPONSES = 1000
+
+
+@dataclass
+class HostSettings:
+    delivery: str = "live"
+    lease_seconds: float = 15.0
+    recovery_interval: float = 2.0
+    allowed_checkpoint_types: tuple[str, ...] = ()
+    shutdown_grace_seconds: float = 10.0
+    remote_poll_seconds: float = 0.5
+    cancel_wait_seconds: float = 10.0
+
+
+@dataclass
+class Created:
+    response_id: str
+    request: CreateRequest
+    run: ResponseRun | None
+    memory: MemorySink | None = None
+    existing: bool = False
+
+
+def _request_hash(req: CreateRequest) -> str:
+    return hashlib.sha256(dumps(req.to_json_dict()).encode()).hexdigest()
+
+
+def lineage_for(req: CreateRequest, response_id: str) -> str:
+    return f"conv:{req.conversation_id}" if req.conversation_id else f"resp:{response_id}"
+
+
+class Host:
+    def __init__(self, store: Store, app: HostedApp, settings: HostSettings | None = None) -> None:
+        self.store = store
+        self.app = app
+        self.settings = settings or HostSettings()
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.runs: dict[str, ResponseRun] = {}
+        self.accepting = True
+        self.recovery = Recovery(self)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.store.start()
+        self._tasks.append(asyncio.create_task(self._lease_loop(), name="lease-loop"))
+        self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
+
+    async def stop(self) -> None:
+        """Graceful: refuse new work, let foreground runs finish, leave background to recovery."""
+        self.accepting = False
+        deadline = time.monotonic() + self.settings.shutdown_grace_seconds
+        while True:
+            foreground = [r for r in self.runs.values() if not r.background and not r.done.is_set()]
+            if not foreground or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.05)
+        for run in list(self.runs.values()):
+            if run.background:
+                run.stop("abandon")
+            else:
+                run.stop("failed", "The server shut down before this response finished; retry it.")
+        for run in list(self.runs.values()):
+            if run.task is not None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(run.task), 5)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        with contextlib.suppress(Exception):
+            await self.store.release_leases(self.owner)
+        await self.store.close()
+
+    async def ready(self) -> bool:
+        try:
+            await asyncio.wait_for(self.store.ping(), 5)
+        except Exception:
+            return False
+        return self.accepting
+
+    # -- create -------------------------------------------------------------------------
+
+    async def create(self, user_id: str, req: CreateRequest, response_id: str | None) -> Created:
+        if not self.accepting:
+            raise errors.unavailable("The server is shutting down; retry on another instance.")
+        rid = response_id or new_response_id()
+        if response_id is not None and req.store:
+            existing = await self._existing(user_id, rid, req)
+            if existing is not None:
+                return existing
+        prev = await self._check_continuation(user_id, req)
+        inputs = [dict(item) for item in req.input_items]
+        for pos, item in enumerate(inputs):
+            if not item.get("id"):
+                item["id"] = input_item_id(rid, pos)
+        req = _with_inputs(req, inputs)
+        now = time.time()
+        answered: str | None = None
+        if prev is not None and req.store:
+            answered = await self._answer_pending(user_id, prev, req, rid)
+        if not req.store:
+            return await self._create_in_memory(user_id, req, rid, now)
+        if req.conversation_id:
+            await self.store.ensure_conversation(user_id, req.conversation_id)
+        status = "queued" if req.background else "in_progress"
+        row = ResponseRow(
+            id=rid,
+            user_id=user_id,
+            status=status,
+            background=req.background,
+            stream=req.stream,
+            delivery=self.settings.delivery,
+            created_at=now,
+            completed_at=None,
+            previous_response_id=req.previous_response_id,
+            conversation_id=req.conversation_id,
+            request=dumps(req.to_json_dict()),
+            request_hash=_request_hash(req),
+            lease_owner=self.owner,
+            lease_expires_at=now + self.settings.lease_seconds,
+        )
+        snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
+        first = [ev.response_created(snapshot)]
+        first.append(ev.response_queued(snapshot) if req.background else ev.response_in_progress(snapshot))
+        events = []
+        for seq, e in enumerate(first):
+            e["sequence_number"] = seq
+            events.append(EventRow(seq, e["type"], dumps(e)))
+        input_rows = [InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
+        try:
+            plan = await self._plan(user_id, req, rid)
+            await self.store.insert_response(row, input_rows, events)
+        except DuplicateResponse:
+            if answered is not None:
+                await self.store.unanswer_pending(answered, rid)
+            raise errors.conflict(f"A response with id '{rid}' already exists.", code="duplicate_response_id")
+        except BaseException:
+            if answered is not None:
+                await self.store.unanswer_pending(answered, rid)
+            raise
+        run = self._make_run(row, req, plan, start_seq=len(events), next_index=0, status=status)
+        return Created(rid, req, run)
+
+    async def _existing(self, user_id: str, rid: str, req: CreateRequest) -> Created | None:
+        """A client retry with the same client-chosen id gets the same response (idempotency)."""
+        row = await self.store.get_response(rid, None)
+        if row is None:
+            return None
+        if row.user_id != user_id or row.request_hash != _request_hash(_with_inputs(req, _ids(req, rid))):
+            raise errors.conflict(
+                f"A response with id '{rid}' already exists with a different request; choose a new id.",
+                code="duplicate_response_id",
+            )
+        stored = CreateRequest.from_json_dict(json.loads(row.request))
+        return Created(rid, stored, self.runs.get(rid), existing=True)
+
+    async def _check_continuation(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
+        """The response this one continues (for pending requests), after validating it."""
+        if req.previous_response_id:
+            prev = await self.store.get_response(req.previous_response_id, user_id)
+            if prev is None:
+                raise errors.not_found(
+                    f"Previous response with id '{req.previous_response_id}' not found.",
+                    param="previous_response_id",
+                )
+            if prev.status not in TERMINAL_STATUSES:
+                raise errors.conflict(
+                    f"Previous response '{prev.id}' is still {prev.status}; wait for it to finish "
+                    "(or cancel it) before continuing from it.",
+                    code="previous_response_in_progress",
+                )
+            return prev
+        if req.conversation_id:
+            prior = await self.store.conversation_responses(user_id, req.conversation_id)
+            for r in prior:
+                if r.status not in TERMINAL_STATUSES:
+                    raise errors.conflict(
+                        f"Conversation '{req.conversation_id}' has a response in progress ({r.id}); "
+                        "wait for it to finish before adding a turn.",
+                        code="conversation_busy",
+                    )
+            return prior[-1] if prior else None
+        return None
+
+    async def _answer_pending(
+        self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
+    ) -> str | None:
+        replies = [i["call_id"] for i in req.input_items if i.get("type") == "function_call_output"]
+        if not self.app.is_workflow:
+            return None
+        pending = await self.store.pending_requests(prev.id, user_id)
+        open_ids = {p.call_id for p in pending if p.status == "pending"}
+        answered = {p.call_id: p.answered_by for p in pending if p.status == "answered"}
+        for call_id in replies:
+            if call_id in answered:
+                raise errors.conflict(
+                    f"The request with call_id '{call_id}' was already answered by response "
+                    f"'{answered[call_id]}'; continue from that response instead.",
+                    code="call_already_answered",
+                    param="input",
+                )
+            if call_id not in open_ids:
+                raise errors.bad_request(
+                    f"No pending request with call_id '{call_id}' on response '{prev.id}'.",
+                    param="input",
+                    code="unknown_call_id",
+                )
+        if open_ids and not replies:
+            raise errors.bad_request(
+                f"Response '{prev.id}' is waiting for a function_call_output for call_id(s) "
+                f"{', '.join(sorted(open_ids))}; send those as input items.",
+                param="input",
+                code="pending_request",
+            )
+        if not replies:
+            return None
+        refused = await self.store.answer_pending(prev.id, user_id, replies, rid)
+        if refused:
+            raise errors.conflict(
+                f"The request(s) {', '.join(refused)} were answered concurrently by another response.",
+                code="call_already_answered",
+                param="input",
+            )
+        return prev.id
+
+    async def _plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
+        """How to (re)start a response from its stored input (also used by recovery)."""
+        current = input_items_to_messages(req.input_items)
+        tools = declaration_tools(req.tools) if req.tools else []
+        if not self.app.is_workflow:
+            history = await self._history(user_id, req, rid)
+            return RunPlan(messages=history + current, tools=tools)
+        checkpoint_id: str | None = None
+        if req.previous_response_id:
+            cp = await self.store.latest_checkpoint(user_id=user_id, response_id=req.previous_response_id)
+            if cp is None:
+                raise errors.conflict(
+                    f"The workflow state of previous response '{req.previous_response_id}' is not "
+                    "available (no checkpoint is stored for it), so it cannot be continued; start a new "
+                    "response without previous_response_id.",
+                    code="checkpoint_not_found",
+                    param="previous_response_id",
+                )
+            checkpoint_id = cp.checkpoint_id
+        elif req.conversation_id:
+            prior = [r for r in await self.store.conversation_responses(user_id, req.conversation_id) if r.id != rid]
+            cp = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
+            if cp is not None and cp.response_id == rid:
+                cp = None  # recovery without own checkpoint: never happens (caller checks), be safe
+            if prior and cp is None:
+                raise errors.conflict(
+                    f"The workflow state of conversation '{req.conversation_id}' is not available "
+                    "(no checkpoint is stored for it), so it cannot be continued; start a new conversation.",
+                    code="checkpoint_not_found",
+                    param="conversation",
+                )
+            checkpoint_id = cp.checkpoint_id if cp is not None else None
+        return RunPlan(messages=current, checkpoint_id=checkpoint_id, tools=tools)
+
+    async def _history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
+        """Prior turns' input and output, oldest first, for a plain agent."""
+        chain: list[ResponseRow] = []
+        if req.previous_response_id:
+            next_id: str | None = req.previous_response_id
+            while next_id and len(chain) < MAX_HISTORY_RESPONSES:
+                row = await self.store.get_response(next_id, user_id)
+                if row is None:
+                    break
+                chain.append(row)
+                next_id = row.previous_response_id
+            chain.reverse()
+        elif req.conversation_id:
+            chain = [r for r in await self.store.conversation_responses(user_id, req.conversation_id) if r.id != rid]
+        messages: list[Any] = []
+        for row in chain:
+            inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]
+            outputs = [json.loads(o.data) for o in await self.store.output_items(row.id)]
+            messages.extend(input_items_to_messages(inputs))
+            messages.extend(output_items_to_messages(outputs))
+        return messages
+
+    async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
+        plan = await self._plan(user_id, req, rid)
+        sink = MemorySink()
+        snapshot = build_response(req, response_id=rid, status="in_progress", created_at=int(now))
+        sink.emit(ev.response_created(snapshot))
+        sink.emit(ev.response_in_progress(snapshot))
+        run = ResponseRun(
+            store=None,
+            request=req,
+            response_id=rid,
+            user_id=user_id,
+            created_at=now,
+            lineage=lineage_for(req, rid),
+            sink=sink,
+            mapper=ItemMapper(rid, sink.emit),
+            agent=self.app.build(),
+            is_workflow=self.app.is_workflow,
+            plan=plan,
+            background=False,
+            allowed_types=self.settings.allowed_checkpoint_types,
+        )
+        run.start()
+        return Created(rid, req, run, memory=sink)
+
+    def _make_run(
+        self,
+        row: ResponseRow,
+        req: CreateRequest,
+        plan: RunPlan,
+        *,
+        start_seq: int,
+        next_index: int,
+        status: str,
+        sink: SqlSink | None = None,
+    ) -> ResponseRun:
+        if sink is None:
+            sink = SqlSink(
+                self.store, row.id, self.owner, live=self.settings.delivery == "live", start_seq=start_seq
+            )
+        run = ResponseRun(
+            store=self.store,
+            request=req,
+            response_id=row.id,
+            user_id=row.user_id,
+            created_at=row.created_at,
+            lineage=lineage_for(req, row.id),
+            sink=sink,
+            mapper=ItemMapper(row.id, sink.emit, next_output_index=next_index),
+            agent=self.app.build(),
+            is_workflow=self.app.is_workflow,
+            plan=plan,
+            background=row.background,
+            allowed_types=self.settings.allowed_checkpoint_types,
+        )
+        run.queued = status == "queued"
+        self.runs[row.id] = run
+        run.on_finished.append(self._on_run_finished)
+        run.start()
+        return run
+
+    def _on_run_finished(self, run: ResponseRun) -> None:
+        if self.runs.get(run.response_id) is run:
+            del self.runs[run.response_id]
+        if run.final_status is not None and run.store is not None:
+            asyncio.get_running_loop().create_task(self._prune(run))
+
+    async def _prune(self, run: ResponseRun) -> None:
+        with contextlib.suppress(Exception):
+            await self.store.prune_checkpoints(
+                user_id=run.user_id, response_id=run.response_id, lineage=run.lineage
+            )
+
+    # -- read ---------------------------------------------------------------------------
+
+    async def get_row(self, user_id: str, response_id: str) -> ResponseRow:
+        row = await self.store.get_response(response_id, user_id)
+        if row is None:
+            raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
+        return row
+
+    async def response_json(self, row: ResponseRow) -> dict[str, Any]:
+        req = CreateRequest.from_json_dict(json.loads(row.request))
+        output = [json.loads(o.data) for o in await self.store.output_items(row.id)]
+        return build_response(
+            req,
+            response_id=row.id,
+            status=row.status,
+            created_at=int(row.created_at),
+            completed_at=int(row.completed_at) if row.completed_at is not None else None,
+            output=output,
+            error=json.loads(row.error) if row.error else None,
+            incomplete_details=json.loads(row.incomplete_details) if row.incomplete_details else None,
+            usage=json.loads(row.usage) if row.usage else None,
+            conversation_id=row.conversation_id,
+        )
+
+    async def get(self, user_id: str, response_id: str) -> dict[str, Any]:
+        return await self.response_json(await self.get_row(user_id, response_id))
+
+    async def wait(self, created: Created) -> dict[str, Any]:
+        """The final Response of a foreground JSON request."""
+        run = created.run
+        if run is not None:
+            await run.done.wait()
+        if created.memory is not None:
+            return _terminal_response(created.memory.events)
+        row = await self.store.get_response(created.response_id, None)
+        while row is not None and row.status not in TERMINAL_STATUSES:
+            # Driven elsewhere (an idempotent retry while another process runs it).
+            await asyncio.sleep(self.settings.remote_poll_seconds)
+            row = await self.store.get_response(created.response_id, None)
+        if row is None:
+            raise errors.not_found(f"Response with id '{created.response_id}' not found.")
+        return await self.response_json(row)
+
+    async def input_items(self, user_id: str, response_id: str, params: ListParams) -> dict[str, Any]:
+        await self.get_row(user_id, response_id)
+        page = await self.store.list_input_items(
+            response_id, after=params.after, before=params.before, limit=params.limit, order=params.order
+        )
+        if page is None:
+            cursor = params.after if params.after is not None else params.before
+            raise errors.bad_request(
+                f"No input item with id '{cursor}' in response '{response_id}'.",
+                param="after" if params.after is not None else "before",
+            )
+        rows, has_more = page
+        return list_body([json.loads(r.data) for r in rows], has_more=has_more)
+
+    # -- cancel / delete ----------------------------------------------------------------
+
+    async def cancel(self, user_id: str, response_id: str) -> dict[str, Any]:
+        row = await self.get_row(user_id, response_id)
+        if not row.background:
+            raise errors.bad_request(
+                "Only background responses can be cancelled (this one was created without background=true).",
+                param="response_id",
+                code="not_background",
+            )
+        if row.status in TERMINAL_STATUSES and row.status != "cancelled":
+            raise errors.conflict(f"Cannot cancel a {row.status} response.", code="response_not_cancellable")
+        if row.status != "cancelled":
+            await self.store.request_cancel(response_id, user_id)
+            run = self.runs.get(response_id)
+            if run is not None:
+                run.stop("cancelled")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(run.done.wait(), self.settings.cancel_wait_seconds)
+            else:
+                deadline = time.monotonic() + self.settings.cancel_wait_seconds
+                while time.monotonic() < deadline:
+                    current = await self.store.get_response(response_id, user_id)
+                    if current is None or current.status in TERMINAL_STATUSES:
+                        break
+                    await asyncio.sleep(0.1)
+        return await self.get(user_id, response_id)
+
+    async def delete(self, user_id: str, response_id: str) -> None:
+        await self.get_row(user_id, response_id)
+        run = self.runs.get(response_id)
+        if run is not None:
+            run.stop("abandon")
+        if not await self.store.delete_response(response_id, user_id):
+            raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
+
+    # -- stream -------------------------------------------------------------------------
+
+    async def relay(self, response_id: str, after: int) -> AsyncIterator[bytes]:
+        """Committed events after `after`, as SSE frames, until the terminal event."""
+        sub = self.store.notifier.subscribe(response_id)
+        try:
+            last = after
+            while True:
+                sub.clear()
+                rows = await self.store.read_events(response_id, last, limit=2000)
+                if rows:
+                    yield b"".join(frame(r.type, r.seq, r.data) for r in rows)
+                    last = rows[-1].seq
+                    if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
+                        return
+                    continue
+                local = response_id in self.runs
+                woke = await sub.wait(None if local else self.settings.remote_poll_seconds)
+                if not woke and not local:
+                    row = await self.store.get_response(response_id, None)
+                    if row is None:
+                        return  # deleted
+                    if row.status in TERMINAL_STATUSES and row.lease_owner is None:
+                        # Terminal: one last read catches the terminal event if it was missed.
+                        tail = await self.store.read_events(response_id, last, limit=2000)
+                        if tail:
+                            yield b"".join(frame(r.type, r.seq, r.data) for r in tail)
+                        return
+        finally:
+            sub.close()
+
+    async def relay_memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
+        sent = 0
+        while True:
+            sink.changed.clear()
+            rows = sink.events[sent:]
+            if rows:
+                sent += len(rows)
+                chunk = [frame(r.type, r.seq, r.data) for r in rows if r.seq > after]
+                if chunk:
+                    yield b"".join(chunk)
+                if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
+                    return
+                continue
+            await sink.changed.wait()
+
+    def stop_foreground(self, response_id: str) -> None:
+        """The client of a foreground response went away: cancel it (background runs go on)."""
+        run = self.runs.get(response_id)
+        if run is not None and not run.background and not run.done.is_set():
+            run.stop("cancelled")
+
+    # -- leases -------------------------------------------------------------------------
+
+    async def _lease_loop(self) -> None:
+        interval = max(self.settings.lease_seconds / 3, 0.2)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                owned = [rid for rid, r in self.runs.items() if r.store is not None and not r.done.is_set()]
+                if not owned:
+                    continue
+                kept = await self.store.renew_leases(self.owner, owned)
+                for rid in owned:
+                    if rid not in kept and rid in self.runs:
+                        log.warning("response %s: lease lost; stopping our run", rid)
+                        self.runs[rid].stop("abandon")
+                for rid in await self.store.cancel_requested(list(kept)):
+                    run = self.runs.get(rid)
+                    if run is not None:
+                        run.stop("cancelled")
+            except Exception:
+                log.exception("lease renewal failed")
+
+
+def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
+    inputs = [dict(item) for item in req.input_items]
+    for pos, item in enumerate(inputs):
+        if not item.get("id"):
+            item["id"] = input_item_id(rid, pos)
+    return inputs
+
+
+def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
+    d = req.to_json_dict()
+    d["input_items"] = inputs
+    return CreateRequest.from_json_dict(d)
+
+
+def _terminal_response(events: list[EventRow]) -> dict[str, Any]:
+    for e in reversed(events):
+        if e.type in ev.TERMINAL_EVENT_TYPES:
+            data: dict[str, Any] = json.loads(e.data)["response"]
+            return data
+    raise errors.server_error("The response ended without a terminal event.")

@@ -1,0 +1,186 @@
+"""Conversions between Responses protocol items and agent_framework types (pure functions, no I/O).
+
+Job: turn normalized Responses input items and prior output items into ``Message`` lists an agent can
+run on, and request ``tools`` into declaration-only ``FunctionTool`` objects.
+
+Invariant: one protocol item becomes at most one ``Message`` and items keep their order (consecutive
+items are never merged), so a history rebuilt from stored items is the same on every replay. Items that
+carry no model input here (``item_reference``, resolved by the caller; ``reasoning``) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from agent_framework import Content, FunctionTool, Message
+
+__all__ = ["declaration_tools", "input_items_to_messages", "output_items_to_messages"]
+
+# Responses roles that agent_framework does not have map onto the closest one it does.
+_ROLE_MAP = {"developer": "system"}
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_DEFAULT_IMAGE_MEDIA_TYPE = "image/*"
+
+
+def _guess_media_type(url: str) -> str:
+    """The media type of an image URL: from a data URL's header, else from the path's extension."""
+    if url.startswith("data:"):
+        header = url[5:].split(",", 1)[0]
+        media_type = header.split(";", 1)[0]
+        return media_type or _DEFAULT_IMAGE_MEDIA_TYPE
+    guessed, _ = mimetypes.guess_type(urlparse(url).path)
+    return guessed or _DEFAULT_IMAGE_MEDIA_TYPE
+
+
+def _image_content(part: Mapping[str, Any]) -> Content | None:
+    detail = part.get("detail")
+    extra: dict[str, Any] | None = {"detail": detail} if detail else None
+    url = part.get("image_url")
+    if isinstance(url, Mapping):  # Chat Completions shape {"url": ..., "detail": ...}
+        url = url.get("url")
+    if isinstance(url, str) and url:
+        return Content.from_uri(url, media_type=_guess_media_type(url), additional_properties=extra)
+    file_id = part.get("file_id")
+    if isinstance(file_id, str) and file_id:
+        return Content.from_hosted_file(file_id, additional_properties=extra)
+    return None
+
+
+def _part_to_content(part: Any) -> Content | None:
+    """One message content part as a ``Content``; unknown or empty parts give ``None``."""
+    if isinstance(part, str):
+        return Content.from_text(part)
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text"):
+        return Content.from_text(str(part.get("text", "")))
+    if kind == "refusal":
+        return Content.from_text(str(part.get("refusal", "")))
+    if kind == "input_image":
+        return _image_content(part)
+    if kind == "input_file":
+        file_id = part.get("file_id")
+        if isinstance(file_id, str) and file_id:
+            return Content.from_hosted_file(file_id, name=part.get("filename"))
+        file_data = part.get("file_data")
+        if isinstance(file_data, str) and file_data.startswith("data:"):
+            return Content.from_uri(
+                file_data, media_type=_guess_media_type(file_data), name=part.get("filename")
+            )
+        file_url = part.get("file_url")
+        if isinstance(file_url, str) and file_url:
+            return Content.from_uri(
+                file_url, media_type=_guess_media_type(file_url), name=part.get("filename")
+            )
+    return None
+
+
+def _message_contents(content: Any) -> list[Content]:
+    if isinstance(content, str):
+        return [Content.from_text(content)]
+    if not isinstance(content, Iterable):
+        return []
+    converted = (_part_to_content(part) for part in content)
+    return [c for c in converted if c is not None]
+
+
+def _arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _function_output(output: Any) -> Any:
+    """A function_call_output's ``output``: a string as is, a list of content parts as ``Content``s."""
+    if isinstance(output, list):
+        return _message_contents(output)
+    return output
+
+
+def _item_to_message(item: Mapping[str, Any], *, force_role: str | None = None) -> Message | None:
+    kind = item.get("type", "message" if "role" in item else None)
+    item_id = item.get("id") if isinstance(item.get("id"), str) else None
+    if kind == "message":
+        role = force_role or str(item.get("role", "user"))
+        return Message(
+            role=_ROLE_MAP.get(role, role),
+            contents=_message_contents(item.get("content")),
+            message_id=item_id,
+        )
+    if kind == "function_call":
+        call = Content.from_function_call(
+            call_id=str(item.get("call_id", "")),
+            name=str(item.get("name", "")),
+            arguments=_arguments_text(item.get("arguments")),
+        )
+        return Message(role="assistant", contents=[call], message_id=item_id)
+    if kind == "function_call_output":
+        result = Content.from_function_result(
+            call_id=str(item.get("call_id", "")),
+            result=_function_output(item.get("output")),
+        )
+        return Message(role="tool", contents=[result], message_id=item_id)
+    # item_reference (resolved by the caller), reasoning and other items carry no input here.
+    return None
+
+
+def input_items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
+    """Normalized Responses input items -> messages, one per item, in order (see module docstring)."""
+    messages: list[Message] = []
+    for item in items:
+        message = _item_to_message(item)
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def output_items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
+    """A prior turn's output items -> assistant messages (text messages and function calls), in order."""
+    messages: list[Message] = []
+    for item in items:
+        kind = item.get("type")
+        if kind == "message":
+            message = _item_to_message(item, force_role="assistant")
+        elif kind in ("function_call", "function_call_output"):
+            message = _item_to_message(item)
+        else:
+            message = None
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def declaration_tools(tools: list[dict[str, Any]]) -> list[FunctionTool]:
+    """Request ``tools`` of type "function" as declaration-only tools; other tool types are ignored.
+
+    A declaration-only ``FunctionTool`` (``func=None``) is sent to the model like any function tool,
+    but agent_framework never executes it: a call to it comes back to the caller to answer.
+    """
+    declared: list[FunctionTool] = []
+    for tool in tools:
+        if tool.get("type") != "function":
+            continue
+        # Responses shape is flat; the Chat Completions shape nests under "function".
+        nested = tool.get("function")
+        spec: Mapping[str, Any] = nested if isinstance(nested, Mapping) else tool
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        parameters = spec.get("parameters")
+        schema = dict(parameters) if isinstance(parameters, Mapping) else dict(_EMPTY_SCHEMA)
+        declared.append(
+            FunctionTool(
+                name=name,
+                description=str(spec.get("description") or ""),
+                input_model=schema,
+                func=None,
+            )
+        )
+    return declared

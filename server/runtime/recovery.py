@@ -1,0 +1,136 @@
+"""Crash recovery: take over responses whose owner died, resume each from its newest paired checkpoint.
+
+A *paired checkpoint* is a checkpoint row committed in the same transaction as every event
+the run produced before it (see `run.ResponseRun._on_save`). Checkpoint rows are only ever
+written that way, so every stored checkpoint of a response is paired, and the newest one by
+the host's sequence is where its workflow resumes: nothing it produced before is lost (it is
+committed), and nothing after it is duplicated (those supersteps rerun, and their partial
+events from the dead process are closed `incomplete` and left out of the output).
+
+Invariants:
+- Only responses whose lease expired are claimed (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so
+  at most one process drives a response at a time.
+- Recovery continues the response's one sequence: no second `response.created` or
+  `response.in_progress`, output indexes continue after the highest ever announced.
+- Recovery enters the app through its public `agent.run(checkpoint_id=...)`.
+- A foreground response cannot be resumed (its client is gone): it ends `failed`, saying so.
+- A background response with no checkpoint yet restarts from its stored input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import events as ev
+from ..protocol.request import CreateRequest
+from ..protocol.response import build_response, usage
+from ..protocol.sse import dumps
+from ..store import Finish, ResponseRow
+from .mapping import ClosedItem, reopen_from_events
+from .run import RunPlan
+from .sinks import SqlSink
+
+if TYPE_CHECKING:
+    from .host import Host
+
+log = logging.getLogger("durable_responses.recovery")
+
+INTERRUPTED_FOREGROUND = (
+    "The server stopped while this response was running. It was not a background response, so it "
+    "could not be resumed after the restart; retry the request, or create it with background=true "
+    "to have it survive restarts."
+)
+
+
+class Recovery:
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.recovered = 0
+
+    async def loop(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("recovery sweep failed")
+            await asyncio.sleep(self.host.settings.recovery_interval)
+
+    async def sweep(self) -> int:
+        """Claim and resume every expired response (in batches); returns how many."""
+        total = 0
+        while self.host.accepting:
+            rows = await self.host.store.claim_expired(self.host.owner, limit=50)
+            if not rows:
+                break
+            for row in rows:
+                try:
+                    await self.resume(row)
+                    total += 1
+                except Exception:
+                    log.exception("could not recover response %s", row.id)
+        self.recovered += total
+        return total
+
+    async def resume(self, row: ResponseRow) -> None:
+        host = self.host
+        store = host.store
+        req = CreateRequest.from_json_dict(json.loads(row.request))
+        own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
+        after = own_cp.event_seq if own_cp is not None else -1
+        raw = await store.read_events(row.id, after, limit=1_000_000)
+        parsed: list[tuple[str, dict[str, Any]]] = [(e.type, json.loads(e.data)) for e in raw]
+        open_items, highest = reopen_from_events(row.id, parsed)
+        next_index = max(await store.max_output_index(row.id), highest) + 1
+        start_seq = max(await store.max_event_seq(row.id), raw[-1].seq if raw else -1) + 1
+        sink = SqlSink(store, row.id, host.owner, live=row.delivery == "live", start_seq=start_seq)
+        # Close what the crash interrupted: never completed, never part of the output.
+        closed: list[ClosedItem] = []
+        for item in open_items:
+            final = item.final("incomplete")
+            sink.emit(ev.output_item_done(item.output_index, final))
+            closed.append(ClosedItem(item.output_index, item.item_id, "incomplete", False, final))
+        if not row.background or row.cancel_requested:
+            await self._end(row, req, sink, closed)
+            return
+        status = None
+        if row.status == "queued":
+            snapshot = build_response(req, response_id=row.id, status="in_progress", created_at=int(row.created_at))
+            sink.emit(ev.response_in_progress(snapshot))
+            status = "in_progress"
+        await sink.commit(closed, status=status)
+        if own_cp is not None:
+            plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
+            if req.tools:
+                plan.tools = (await host._plan(row.user_id, req, row.id)).tools
+        else:
+            plan = await host._plan(row.user_id, req, row.id)
+        log.info(
+            "recovering response %s from %s",
+            row.id,
+            f"checkpoint {own_cp.checkpoint_id}" if own_cp else "its stored input",
+        )
+        host._make_run(row, req, plan, start_seq=sink.seq, next_index=next_index, status="in_progress", sink=sink)
+
+    async def _end(self, row: ResponseRow, req: CreateRequest, sink: SqlSink, closed: list[ClosedItem]) -> None:
+        """A foreground response interrupted by a crash fails; a cancelled one ends cancelled."""
+        output = [json.loads(o.data) for o in await self.host.store.output_items(row.id)]
+        cancelled = row.cancel_requested
+        status = "cancelled" if cancelled else "failed"
+        error = None if cancelled else {"code": "server_error", "message": INTERRUPTED_FOREGROUND}
+        response = build_response(
+            req,
+            response_id=row.id,
+            status=status,
+            created_at=int(row.created_at),
+            output=output,
+            error=error,
+            usage=usage(0, 0),
+        )
+        sink.emit(ev.response_failed(response))
+        await sink.commit(
+            closed,
+            finish=Finish(status=status, completed_at=None, error=dumps(error) if error else None),
+        )

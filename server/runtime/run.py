@@ -1,0 +1,299 @@
+"""One run of one response: drive the app's public `agent.run(stream=True)` into a sink.
+
+Invariants:
+- The app is always entered through its own `agent.run(...)` (first run, continuation and
+  recovery alike), so a `WorkflowAgent` subclass that overrides `run()` sees every entry.
+- Every checkpoint the framework saves is committed together with the events produced before
+  it, and the items open at that point are closed `completed` in that same transaction.
+- A failed save stops the run: the framework swallows exceptions from `save()`, so the run
+  checks the sink's failure after every update and raises it.
+- Exactly one terminal event per response: `finish_*` is called once, by `execute()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_framework import InMemoryCheckpointStorage, Message, WorkflowAgent, WorkflowCheckpoint
+
+from ..protocol import events as ev
+from ..protocol.request import CreateRequest
+from ..protocol.response import build_response, usage
+from ..protocol.sse import dumps
+from ..store import Finish, LeaseLost, PendingRequestRow, Store
+from ._af_private import pending_request_payloads
+from .checkpoint_storage import SqlCheckpointStorage
+from .mapping import ClosedItem, ItemMapper
+from .sinks import Sink
+
+log = logging.getLogger("durable_responses.run")
+
+
+@dataclass
+class RunPlan:
+    """What to call `agent.run` with: restore a checkpoint, give messages, or both."""
+
+    messages: list[Message]
+    checkpoint_id: str | None = None
+    tools: list[Any] = field(default_factory=list)
+
+
+class StopRun(Exception):
+    """Raised into a run to stop it; `kind` says how the response ends."""
+
+    def __init__(self, kind: str, message: str = "") -> None:
+        super().__init__(message or kind)
+        self.kind = kind  # "cancelled" | "failed" | "abandon"
+        self.message = message
+
+
+class ResponseRun:
+    def __init__(
+        self,
+        *,
+        store: Store | None,
+        request: CreateRequest,
+        response_id: str,
+        user_id: str,
+        created_at: float,
+        lineage: str,
+        sink: Sink,
+        mapper: ItemMapper,
+        agent: Any,
+        is_workflow: bool,
+        plan: RunPlan,
+        background: bool,
+        allowed_types: tuple[str, ...] = (),
+        prior_output: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.store = store
+        self.request = request
+        self.response_id = response_id
+        self.user_id = user_id
+        self.created_at = created_at
+        self.lineage = lineage
+        self.sink = sink
+        self.mapper = mapper
+        self.agent = agent
+        self.is_workflow = is_workflow
+        self.plan = plan
+        self.background = background
+        self.allowed_types = allowed_types
+        self.task: asyncio.Task[None] | None = None
+        self.done = asyncio.Event()
+        self.stop_reason: StopRun | None = None
+        self.final_status: str | None = None
+        self._last_checkpoint: WorkflowCheckpoint | None = None
+        self._last_checkpoint_id: str | None = None
+        self._closed_this_run: list[ClosedItem] = []
+        self._memory_output = prior_output or []
+        self.storage: Any = None
+        self.on_finished: list[Callable[[ResponseRun], None]] = []
+        self.queued = False  # a background response still `queued`: announce in_progress first
+
+    # -- control ------------------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        self.task = asyncio.create_task(self.execute(), name=f"run-{self.response_id}")
+        return self.task
+
+    def stop(self, kind: str, message: str = "") -> None:
+        """Stop the run; `abandon` leaves the response to recovery (shutdown, lost lease)."""
+        if self.stop_reason is None:
+            self.stop_reason = StopRun(kind, message)
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def execute(self) -> None:
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            reason = self.stop_reason
+            if reason is None or reason.kind == "abandon":
+                self._finished()
+                raise
+            await asyncio.shield(self._end_after_stop(reason))
+        except LeaseLost:
+            log.warning("response %s: lease lost, another process continues it", self.response_id)
+        except Exception as exc:
+            if isinstance(self.sink.failure, LeaseLost):
+                log.warning("response %s: lease lost, another process continues it", self.response_id)
+            else:
+                log.exception("response %s failed", self.response_id)
+                await asyncio.shield(self._end_failed(exc))
+        else:
+            await asyncio.shield(self._end_completed())
+        self._finished()
+
+    def _finished(self) -> None:
+        self.done.set()
+        for cb in self.on_finished:
+            try:
+                cb(self)
+            except Exception:  # a callback must not turn a finished run into a failed one
+                log.exception("on_finished callback failed")
+
+    async def _end_after_stop(self, reason: StopRun) -> None:
+        try:
+            if reason.kind == "cancelled":
+                await self._finish("cancelled", close_status="incomplete")
+            else:
+                await self._finish(
+                    "failed",
+                    close_status="incomplete",
+                    error={"code": "server_error", "message": reason.message or "The response was stopped."},
+                )
+        except Exception:
+            log.exception("response %s: could not record its end", self.response_id)
+
+    async def _end_failed(self, exc: BaseException) -> None:
+        message = f"The agent run failed: {type(exc).__name__}: {exc}"
+        if self.sink.failure is not None:
+            message = f"The response could not be stored: {self.sink.failure}"
+        try:
+            await self._finish(
+                "failed", close_status="incomplete", error={"code": "server_error", "message": message}
+            )
+        except Exception:
+            log.exception("response %s: could not record its failure", self.response_id)
+
+    async def _end_completed(self) -> None:
+        await self._finish("completed", close_status="completed")
+
+    async def _drive(self) -> None:
+        if self.queued:
+            self.queued = False
+            snapshot = build_response(
+                self.request, response_id=self.response_id, status="in_progress", created_at=int(self.created_at)
+            )
+            self.sink.emit(ev.response_in_progress(snapshot))
+            await self.sink.commit(status="in_progress")
+        kwargs: dict[str, Any] = {"stream": True}
+        if self.is_workflow:
+            self.storage = self._make_storage()
+            kwargs["checkpoint_storage"] = self.storage
+            if self.plan.checkpoint_id is not None:
+                kwargs["checkpoint_id"] = self.plan.checkpoint_id
+        if self.plan.tools:
+            kwargs["tools"] = self.plan.tools
+        stream = self.agent.run(self.plan.messages or None, **kwargs)
+        async for update in stream:
+            if self.sink.failure is not None:
+                raise self.sink.failure
+            self.mapper.feed(update)
+        if self.sink.failure is not None:
+            raise self.sink.failure
+
+    def _make_storage(self) -> Any:
+        if self.store is None:
+            return _MemoryStorage(self)
+        return SqlCheckpointStorage(
+            self.store,
+            user_id=self.user_id,
+            lineage=self.lineage,
+            response_id=self.response_id,
+            allowed_types=self.allowed_types,
+            on_save=self._on_save,
+        )
+
+    async def _on_save(self, checkpoint: WorkflowCheckpoint, data: str) -> None:
+        """The pairing: close this superstep's items, commit them with the checkpoint."""
+        closed = self.mapper.close_all("completed")
+        self._closed_this_run.extend(closed)
+        assert isinstance(self.storage, SqlCheckpointStorage)
+        row = self.storage.row(checkpoint, data, event_seq=self.sink.last_seq)
+        await self.sink.commit(closed, checkpoint=row)
+        self._last_checkpoint = checkpoint
+        self._last_checkpoint_id = checkpoint.checkpoint_id
+
+    # -- the end ------------------------------------------------------------------------
+
+    async def _finish(self, status: str, *, close_status: str, error: dict[str, Any] | None = None) -> None:
+        closed = self.mapper.close_all(close_status)
+        for c in closed:
+            c.included = c.status == "completed"
+        self._closed_this_run.extend(closed)
+        now = time.time()
+        output = await self._final_output(closed)
+        use = usage(self.mapper.usage_in, self.mapper.usage_out)
+        response = build_response(
+            self.request,
+            response_id=self.response_id,
+            status=status,
+            created_at=int(self.created_at),
+            completed_at=int(now) if status == "completed" else None,
+            output=output,
+            error=error,
+            usage=use,
+            conversation_id=self.request.conversation_id,
+        )
+        if status == "completed":
+            terminal = ev.response_completed(response)
+        else:
+            terminal = ev.response_failed(response)
+        self.sink.emit(terminal)
+        pending = self._pending_rows() if status == "completed" else []
+        await self.sink.commit(
+            closed,
+            pending=pending,
+            finish=Finish(
+                status=status,
+                completed_at=now if status == "completed" else None,
+                error=dumps(error) if error is not None else None,
+                usage=dumps(use),
+            ),
+        )
+        self.final_status = status
+
+    async def _final_output(self, closed: list[ClosedItem]) -> list[dict[str, Any]]:
+        if self.store is None:
+            return [c.item for c in self._closed_this_run if c.included]
+        committed = await self.store.output_items(self.response_id)
+        seen = {r.output_index for r in committed}
+        output = [json.loads(r.data) for r in committed]
+        output.extend(c.item for c in closed if c.included and c.output_index not in seen)
+        return output
+
+    def _pending_rows(self) -> list[PendingRequestRow]:
+        cp = self._last_checkpoint
+        if cp is None or self._last_checkpoint_id is None:
+            return []
+        payloads = pending_request_payloads(cp)
+        return [
+            PendingRequestRow(
+                response_id=self.response_id,
+                call_id=call_id,
+                user_id=self.user_id,
+                checkpoint_id=self._last_checkpoint_id,
+                status="pending",
+                data=dumps(payload),
+            )
+            for call_id, payload in payloads.items()
+        ]
+
+
+class _MemoryStorage(InMemoryCheckpointStorage):
+    """`store=false` workflows: checkpoints in memory, still closing items at each one."""
+
+    def __init__(self, run: ResponseRun) -> None:
+        super().__init__()
+        self._run = run
+
+    async def save(self, checkpoint: WorkflowCheckpoint) -> str:
+        cid = await super().save(checkpoint)
+        closed = self._run.mapper.close_all("completed")
+        self._run._closed_this_run.extend(closed)
+        await self._run.sink.commit(closed)
+        return cid
+
+
+def is_workflow_agent(agent: object) -> bool:
+    return isinstance(agent, WorkflowAgent)

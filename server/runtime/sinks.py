@@ -1,0 +1,154 @@
+"""Where a run's events go: the SQL outbox (stored responses) or memory (`store=false`).
+
+Invariants:
+- The sink alone numbers events: `sequence_number` is assigned here, strictly increasing and
+  gap-free from the response's current position.
+- `live` delivery hands events to the outbox as soon as the event loop is free (one write per
+  burst of updates, coalesced with `call_soon`), so they are group-committed within
+  milliseconds; `durable` delivery holds them until the next commit point (a checkpoint or
+  the end), so a client only ever sees events whose superstep is checkpointed.
+- `commit()` awaits the database: a checkpoint row is committed in the same transaction as the
+  events still held, and after every event handed over earlier (the outbox keeps order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ..protocol import events as ev
+from ..protocol.sse import dumps
+from ..store import (
+    CheckpointRow,
+    EventRow,
+    Finish,
+    OutputItemRow,
+    PendingRequestRow,
+    Store,
+    Write,
+)
+from .mapping import ClosedItem
+
+
+class Sink:
+    """Interface of a run's event destination."""
+
+    seq: int
+    failure: BaseException | None = None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def commit(
+        self,
+        closed: Sequence[ClosedItem] = (),
+        *,
+        checkpoint: CheckpointRow | None = None,
+        pending: Sequence[PendingRequestRow] = (),
+        status: str | None = None,
+        finish: Finish | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    @property
+    def last_seq(self) -> int:
+        return self.seq - 1
+
+
+def _item_row(c: ClosedItem) -> OutputItemRow:
+    return OutputItemRow(c.output_index, c.item_id, c.status, c.included, dumps(c.item))
+
+
+class SqlSink(Sink):
+    def __init__(self, store: Store, response_id: str, owner: str, *, live: bool, start_seq: int) -> None:
+        self._store = store
+        self._rid = response_id
+        self._owner = owner
+        self._live = live
+        self.seq = start_seq
+        self._pending: list[EventRow] = []
+        self._flush_scheduled = False
+        self.failure = None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        seq = self.seq
+        event["sequence_number"] = seq
+        self._pending.append(EventRow(seq, event["type"], dumps(event)))
+        self.seq = seq + 1
+        if self._live and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending or self.failure is not None:
+            return
+        write = Write(response_id=self._rid, owner=self._owner, events=self._pending)
+        self._pending = []
+        self._store.submit(write).add_done_callback(self._on_done)
+
+    def _on_done(self, fut: asyncio.Future[None]) -> None:
+        if not fut.cancelled() and fut.exception() is not None and self.failure is None:
+            self.failure = fut.exception()
+
+    async def commit(
+        self,
+        closed: Sequence[ClosedItem] = (),
+        *,
+        checkpoint: CheckpointRow | None = None,
+        pending: Sequence[PendingRequestRow] = (),
+        status: str | None = None,
+        finish: Finish | None = None,
+    ) -> None:
+        if self.failure is not None:
+            raise self.failure
+        write = Write(
+            response_id=self._rid,
+            owner=self._owner,
+            events=self._pending,
+            items=[_item_row(c) for c in closed],
+            checkpoint=checkpoint,
+            pending=list(pending),
+            status=status,
+            finish=finish,
+        )
+        self._pending = []
+        try:
+            await self._store.submit(write)
+        except BaseException as exc:
+            if self.failure is None:
+                self.failure = exc
+            raise
+
+
+class MemorySink(Sink):
+    """`store=false`: events live only as long as the response's stream (nothing is written)."""
+
+    def __init__(self, start_seq: int = 0) -> None:
+        self.seq = start_seq
+        self.events: list[EventRow] = []
+        self.closed_items: list[ClosedItem] = []
+        self.changed = asyncio.Event()
+        self.failure = None
+        self.done = False
+
+    def emit(self, event: dict[str, Any]) -> None:
+        event["sequence_number"] = self.seq
+        self.events.append(EventRow(self.seq, event["type"], dumps(event)))
+        self.seq += 1
+        if event["type"] in ev.TERMINAL_EVENT_TYPES:
+            self.done = True
+        self.changed.set()
+
+    async def commit(
+        self,
+        closed: Sequence[ClosedItem] = (),
+        *,
+        checkpoint: CheckpointRow | None = None,
+        pending: Sequence[PendingRequestRow] = (),
+        status: str | None = None,
+        finish: Finish | None = None,
+    ) -> None:
+        self.closed_items.extend(closed)
+        self.changed.set()

@@ -1,0 +1,134 @@
+"""Database URLs and engines for the two dialects.
+
+Invariant: every URL a user may give (`sqlite:///path`, `postgresql://user@host/db`, their
+async driver forms, `postgres://`) maps to one async SQLAlchemy URL; SQLite always runs in WAL
+mode with `synchronous=FULL`, so a committed event survives a `kill -9` and a power cut.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+SQLITE = "sqlite"
+POSTGRESQL = "postgresql"
+
+
+class BadDatabaseURL(ValueError):
+    pass
+
+
+def normalize_url(raw: str) -> URL:
+    """Map a user's database URL to its async driver form."""
+    text = raw.strip()
+    if text.startswith("postgres://"):
+        text = "postgresql://" + text[len("postgres://") :]
+    try:
+        url = make_url(text)
+    except Exception as exc:  # SQLAlchemy raises ArgumentError with a terse message
+        raise BadDatabaseURL(
+            f"cannot parse database URL {raw!r}: use sqlite:///path/to.db or postgresql://user@host/db"
+        ) from exc
+    backend = url.get_backend_name()
+    if backend == SQLITE:
+        return url.set(drivername="sqlite+aiosqlite")
+    if backend == POSTGRESQL:
+        query = dict(url.query)
+        # libpq's sslmode has no asyncpg spelling; asyncpg takes `ssl` with the same values.
+        if "sslmode" in query:
+            query["ssl"] = query.pop("sslmode")
+        return url.set(drivername="postgresql+asyncpg", query=query)
+    raise BadDatabaseURL(f"unsupported database {backend!r} in {raw!r}: use sqlite or postgresql")
+
+
+def sqlite_path(url: URL) -> str | None:
+    db = url.database
+    if not db or db == ":memory:":
+        return None
+    return db
+
+
+def redact(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+@dataclass
+class Database:
+    """The engines of one database: a single-connection writer and a pool of readers.
+
+    SQLite allows one writer at a time; giving writes their own connection that begins with
+    `BEGIN IMMEDIATE` avoids lock-upgrade deadlocks between our own tasks, and readers in WAL
+    mode never wait for it. PostgreSQL uses one pool for both.
+    """
+
+    url: URL
+    dialect: str
+    writer: AsyncEngine
+    reader: AsyncEngine
+
+    async def dispose(self) -> None:
+        await self.writer.dispose()
+        if self.reader is not self.writer:
+            await self.reader.dispose()
+
+
+def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
+    engine = create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=0,
+        connect_args={"timeout": 30, "check_same_thread": False},
+    )
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Manage transactions ourselves (pysqlite's implicit BEGIN is deferred and lazy).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=FULL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def open_database(raw_url: str, *, pool_size: int = 10) -> Database:
+    url = normalize_url(raw_url)
+    if url.get_backend_name() == SQLITE:
+        path = sqlite_path(url)
+        if path is None:
+            raise BadDatabaseURL("an in-memory SQLite database cannot be shared; give a file path")
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        writer = _sqlite_engine(url, immediate=True, pool_size=1)
+        reader = _sqlite_engine(url, immediate=False, pool_size=pool_size)
+        return Database(url=url, dialect=SQLITE, writer=writer, reader=reader)
+    engine = create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+    )
+    return Database(url=url, dialect=POSTGRESQL, writer=engine, reader=engine)
+
+
+def sync_engine_for_migrations(raw_url: str) -> AsyncEngine:
+    """A throwaway engine for Alembic, which must not share the server's pools."""
+    url = normalize_url(raw_url)
+    if url.get_backend_name() == SQLITE:
+        path = sqlite_path(url)
+        if path is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return _sqlite_engine(url, immediate=True, pool_size=1)
+    return create_async_engine(url, poolclass=NullPool)

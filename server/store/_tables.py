@@ -1,0 +1,136 @@
+"""The one SQL schema, shared by both dialects (SQLite and PostgreSQL).
+
+Invariant: this module and the newest Alembic revision in `migrations/versions/` describe the
+same schema; `tests/store/test_migrations.py` compares them. Every table that belongs to a
+response is keyed by `response_id` first, so one response's rows are one index range.
+
+Tables:
+- `responses`: one row per stored response: status, the normalized request, lease.
+- `input_items`: the response's input, in order (`position`).
+- `output_items`: closed output items (`response.output_item.done`), by `output_index`.
+- `events`: the outbox: every SSE event of a response, by gap-free `seq`.
+- `checkpoints`: workflow checkpoints, ordered by the host's own `seq` (never by the
+  framework's `iteration_count` or timestamps), each committed with the events before it.
+- `pending_requests`: human-in-the-loop requests a paused workflow waits on.
+- `conversations`: conversation ids, one namespace per user.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL wants BIGINT.
+_BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+responses = Table(
+    "responses",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("user_id", String(256), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("background", Boolean, nullable=False),
+    Column("stream", Boolean, nullable=False),
+    Column("delivery", String(8), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("completed_at", Float, nullable=True),
+    Column("previous_response_id", String(128), nullable=True),
+    Column("conversation_id", String(128), nullable=True),
+    Column("request", Text, nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("incomplete_details", Text, nullable=True),
+    Column("usage", Text, nullable=True),
+    Column("cancel_requested", Boolean, nullable=False, default=False),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_expires_at", Float, nullable=True),
+)
+Index("ix_responses_active_lease", responses.c.status, responses.c.lease_expires_at)
+Index(
+    "ix_responses_conversation",
+    responses.c.user_id,
+    responses.c.conversation_id,
+    responses.c.created_at,
+)
+
+input_items = Table(
+    "input_items",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", String(128), nullable=False),
+    Column("data", Text, nullable=False),
+)
+Index("ix_input_items_item_id", input_items.c.response_id, input_items.c.item_id)
+
+output_items = Table(
+    "output_items",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("output_index", Integer, primary_key=True, autoincrement=False),
+    Column("item_id", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    # False for items a crash interrupted (live mode): closed `incomplete`, left out of output.
+    Column("included", Boolean, nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("type", String(64), nullable=False),
+    Column("data", Text, nullable=False),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("seq", _BigId, primary_key=True, autoincrement=True),
+    Column("checkpoint_id", String(128), nullable=False, unique=True),
+    Column("user_id", String(256), nullable=False),
+    Column("lineage", String(300), nullable=False),
+    Column("response_id", String(128), nullable=False),
+    Column("workflow_name", String(256), nullable=False),
+    # The response's last event sequence number committed with (or before) this checkpoint.
+    Column("event_seq", Integer, nullable=False),
+    Column("data", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+Index("ix_checkpoints_lineage", checkpoints.c.lineage, checkpoints.c.workflow_name, checkpoints.c.seq)
+Index("ix_checkpoints_response", checkpoints.c.response_id, checkpoints.c.seq)
+
+pending_requests = Table(
+    "pending_requests",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("call_id", String(128), primary_key=True),
+    Column("user_id", String(256), nullable=False),
+    Column("checkpoint_id", String(128), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("answered_by", String(128), nullable=True),
+    Column("data", Text, nullable=False),
+)
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("user_id", String(256), primary_key=True),
+    Column("id", String(128), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)
+
+ALL_TABLES = (responses, input_items, output_items, events, checkpoints, pending_requests, conversations)

@@ -1,0 +1,74 @@
+"""In-process wake-ups for relays: "response R has committed new events".
+
+Invariant: a notification is published only after the commit it announces, so a relay that
+wakes and reads finds the rows. Each subscriber has its own flag, so one relay clearing its
+flag never swallows another's wake-up. Waiters never poll; a relay for a response driven by
+another process wakes through the cross-process channel (PostgreSQL LISTEN/NOTIFY) or, on
+SQLite, through the relay's slow fallback timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self._subs: dict[str, set[Subscription]] = {}
+
+    def publish(self, response_id: str) -> None:
+        subs = self._subs.get(response_id)
+        if subs:
+            for sub in subs:
+                sub._event.set()
+
+    def publish_many(self, response_ids: Iterable[str]) -> None:
+        for rid in response_ids:
+            self.publish(rid)
+
+    def has_subscribers(self, response_id: str) -> bool:
+        return bool(self._subs.get(response_id))
+
+    def subscribe(self, response_id: str) -> Subscription:
+        sub = Subscription(self, response_id)
+        self._subs.setdefault(response_id, set()).add(sub)
+        return sub
+
+    def _release(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.response_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.response_id]
+
+
+class Subscription:
+    """A relay's handle: `clear()` before reading, then `wait()` if the read found nothing new.
+
+    Clearing before the read closes the race where a commit lands between the read and the wait.
+    """
+
+    def __init__(self, notifier: Notifier, response_id: str) -> None:
+        self._notifier = notifier
+        self.response_id = response_id
+        self._event = asyncio.Event()
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    async def wait(self, timeout: float | None) -> bool:
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self._notifier._release(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,229 @@
+"""The transactional outbox writer: group commit of events, items, checkpoints and transitions.
+
+Invariants:
+- A `Write` is committed whole, in one transaction, or not at all. A checkpoint travels in the
+  same `Write` as (or a later one than) every event its run produced before it, and writes are
+  committed in submission order, so a committed checkpoint always has its outputs committed.
+- Every write is fenced by its owner's lease: a process that lost a response's lease cannot
+  append to it (the write fails with `LeaseLost`).
+- Relays are notified only after the commit (`Notifier.publish` runs after `COMMIT`).
+
+Group commit: the writer takes everything queued, waits a short window for more (bounded
+batch), and commits the batch in one transaction. If the batch fails, each write is retried
+alone so one bad write cannot fail its neighbours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable
+
+from sqlalchemy import and_, insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import _tables as t
+from ._engine import Database
+from .notify import Notifier
+from .records import LeaseLost, StoreError, Write
+
+log = logging.getLogger("durable_responses.outbox")
+
+
+class Outbox:
+    def __init__(
+        self,
+        db: Database,
+        notifier: Notifier,
+        *,
+        commit_window: float = 0.002,
+        max_batch: int = 256,
+        lease_seconds: float = 15.0,
+    ) -> None:
+        self._db = db
+        self._notifier = notifier
+        self._window = commit_window
+        self._max_batch = max_batch
+        self._lease_seconds = lease_seconds
+        self._queue: asyncio.Queue[Write] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.commits = 0  # number of transactions, for benchmarks
+        self.after_commit: list[object] = []
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="outbox-writer")
+
+    async def close(self) -> None:
+        """Commit what is queued, then stop."""
+        if self._task is None:
+            return
+        sentinel = Write(response_id="", owner=None)
+        loop = asyncio.get_running_loop()
+        sentinel.future = loop.create_future()
+        self._queue.put_nowait(sentinel)
+        with contextlib.suppress(Exception):
+            await sentinel.future
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    def submit(self, write: Write) -> asyncio.Future[None]:
+        if write.future is None:
+            write.future = asyncio.get_running_loop().create_future()
+        if self._task is None:
+            write.future.set_exception(StoreError("the outbox is closed"))
+            return write.future
+        self._queue.put_nowait(write)
+        return write.future
+
+    async def _run(self) -> None:
+        while True:
+            first = await self._queue.get()
+            batch = [first]
+            self._drain(batch)
+            if len(batch) < self._max_batch and self._window > 0:
+                await asyncio.sleep(self._window)
+                self._drain(batch)
+            await self._commit_batch(batch)
+
+    def _drain(self, batch: list[Write]) -> None:
+        while len(batch) < self._max_batch:
+            try:
+                batch.append(self._queue.get_nowait())
+            except asyncio.QueueEmpty:
+                return
+
+    async def _commit_batch(self, batch: list[Write]) -> None:
+        real = [w for w in batch if w.response_id]
+        try:
+            if real:
+                await self._commit(real)
+        except Exception as exc:
+            if len(real) == 1:
+                self._fail(real, exc)
+            else:
+                for w in real:
+                    try:
+                        await self._commit([w])
+                    except Exception as one_exc:
+                        self._fail([w], one_exc)
+                    else:
+                        self._succeed([w])
+        else:
+            self._succeed(real)
+        for w in batch:
+            if not w.response_id and w.future is not None and not w.future.done():
+                w.future.set_result(None)
+
+    def _succeed(self, writes: list[Write]) -> None:
+        for w in writes:
+            if w.future is not None and not w.future.done():
+                w.future.set_result(None)
+        self._notifier.publish_many({w.response_id for w in writes})
+
+    def _fail(self, writes: list[Write], exc: BaseException) -> None:
+        if not isinstance(exc, LeaseLost | StoreError):
+            log.error("outbox commit failed: %s", exc)
+            exc = StoreError(f"could not commit to the database: {exc}")
+        for w in writes:
+            if w.future is not None and not w.future.done():
+                w.future.set_exception(exc)
+        # Wake relays so they re-read the truth from the database.
+        self._notifier.publish_many({w.response_id for w in writes})
+
+    async def _commit(self, writes: list[Write]) -> None:
+        async with self._db.writer.begin() as conn:
+            await write_all(conn, writes, lease_seconds=self._lease_seconds)
+        self.commits += 1
+
+
+async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_seconds: float) -> None:
+    """Apply `writes` inside the caller's transaction (the outbox's, or a direct one)."""
+    now = time.time()
+    events: list[dict[str, object]] = []
+    items: list[dict[str, object]] = []
+    checkpoints: list[dict[str, object]] = []
+    pending: list[dict[str, object]] = []
+    fenced: set[str] = set()
+    for w in writes:
+        if w.owner is not None and w.response_id not in fenced:
+            fenced.add(w.response_id)
+            until = w.lease_until if w.lease_until is not None else now + lease_seconds
+            res = await conn.execute(
+                update(t.responses)
+                .where(and_(t.responses.c.id == w.response_id, t.responses.c.lease_owner == w.owner))
+                .values(lease_expires_at=until)
+            )
+            if res.rowcount != 1:
+                raise LeaseLost(w.response_id)
+        rid = w.response_id
+        for e in w.events:
+            events.append({"response_id": rid, "seq": e.seq, "type": e.type, "data": e.data})
+        for it in w.items:
+            items.append(
+                {
+                    "response_id": rid,
+                    "output_index": it.output_index,
+                    "item_id": it.item_id,
+                    "status": it.status,
+                    "included": it.included,
+                    "data": it.data,
+                }
+            )
+        if w.checkpoint is not None:
+            c = w.checkpoint
+            checkpoints.append(
+                {
+                    "checkpoint_id": c.checkpoint_id,
+                    "user_id": c.user_id,
+                    "lineage": c.lineage,
+                    "response_id": c.response_id,
+                    "workflow_name": c.workflow_name,
+                    "event_seq": c.event_seq,
+                    "data": c.data,
+                    "created_at": c.created_at,
+                }
+            )
+        for p in w.pending:
+            pending.append(
+                {
+                    "response_id": p.response_id,
+                    "call_id": p.call_id,
+                    "user_id": p.user_id,
+                    "checkpoint_id": p.checkpoint_id,
+                    "status": p.status,
+                    "answered_by": p.answered_by,
+                    "data": p.data,
+                }
+            )
+    # Order matters only within a table; one executemany per table keeps round trips flat.
+    if events:
+        await conn.execute(insert(t.events), events)
+    if items:
+        await conn.execute(insert(t.output_items), items)
+    if checkpoints:
+        await conn.execute(insert(t.checkpoints), checkpoints)
+    if pending:
+        await conn.execute(insert(t.pending_requests), pending)
+    for w in writes:
+        if w.status is not None:
+            await conn.execute(update(t.responses).where(t.responses.c.id == w.response_id).values(status=w.status))
+        if w.finish is not None:
+            f = w.finish
+            await conn.execute(
+                update(t.responses)
+                .where(t.responses.c.id == w.response_id)
+                .values(
+                    status=f.status,
+                    completed_at=f.completed_at,
+                    error=f.error,
+                    incomplete_details=f.incomplete_details,
+                    usage=f.usage,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                )
+            )

@@ -1,0 +1,129 @@
+"""Plain records the store reads and writes: no SQL, no I/O.
+
+Invariant: a record mirrors one row (or one write) exactly; JSON columns stay JSON text here so
+the hot path never re-serializes what it already serialized once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+ACTIVE_STATUSES = ("queued", "in_progress")
+TERMINAL_STATUSES = ("completed", "failed", "cancelled", "incomplete")
+
+
+@dataclass(slots=True)
+class ResponseRow:
+    id: str
+    user_id: str
+    status: str
+    background: bool
+    stream: bool
+    delivery: str
+    created_at: float
+    completed_at: float | None
+    previous_response_id: str | None
+    conversation_id: str | None
+    request: str
+    request_hash: str
+    error: str | None = None
+    incomplete_details: str | None = None
+    usage: str | None = None
+    cancel_requested: bool = False
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class EventRow:
+    seq: int
+    type: str
+    data: str
+
+
+@dataclass(slots=True, frozen=True)
+class OutputItemRow:
+    output_index: int
+    item_id: str
+    status: str
+    included: bool
+    data: str
+
+
+@dataclass(slots=True, frozen=True)
+class InputItemRow:
+    position: int
+    item_id: str
+    data: str
+
+
+@dataclass(slots=True, frozen=True)
+class CheckpointRow:
+    checkpoint_id: str
+    user_id: str
+    lineage: str
+    response_id: str
+    workflow_name: str
+    event_seq: int
+    data: str
+    created_at: float
+    seq: int | None = None  # assigned by the database
+
+
+@dataclass(slots=True, frozen=True)
+class PendingRequestRow:
+    response_id: str
+    call_id: str
+    user_id: str
+    checkpoint_id: str
+    status: str
+    data: str
+    answered_by: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Finish:
+    """The terminal transition of a response, written with its terminal event."""
+
+    status: str
+    completed_at: float | None
+    error: str | None = None
+    incomplete_details: str | None = None
+    usage: str | None = None
+
+
+@dataclass(slots=True)
+class Write:
+    """One unit of the outbox: everything one response commits together.
+
+    `owner` fences the write: it commits only while that process holds the response's lease,
+    so a process that lost its lease can never append to a response another process drives.
+    """
+
+    response_id: str
+    owner: str | None
+    events: list[EventRow] = field(default_factory=list)
+    items: list[OutputItemRow] = field(default_factory=list)
+    checkpoint: CheckpointRow | None = None
+    pending: list[PendingRequestRow] = field(default_factory=list)
+    status: str | None = None  # a non-terminal status change (queued -> in_progress)
+    finish: Finish | None = None
+    lease_until: float | None = None
+    future: asyncio.Future[None] | None = None
+
+
+class LeaseLost(Exception):
+    """The response is now owned by another process (its lease expired and was taken)."""
+
+    def __init__(self, response_id: str) -> None:
+        super().__init__(f"lease on response {response_id} was lost to another process")
+        self.response_id = response_id
+
+
+class StoreError(Exception):
+    """A write the store could not commit; the run that produced it must stop."""
+
+
+class SchemaOutOfDate(Exception):
+    """The database schema is not at the revision this server needs."""

@@ -1,0 +1,184 @@
+"""Workflows for crash and recovery tests: they need no model and record what they did.
+
+Each factory builds a fresh app (the server calls it per run and per recovery). Side effects go to files
+named by environment variables, so a test can see from outside the server process which supersteps ran
+(and ran again) and how recovery entered the app. Invariant: the outputs are deterministic for a given
+input, so a rerun superstep reproduces exactly the outputs it produced before; messages and state are
+plain values, so checkpoints decode under the default type allow-list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, Never
+
+from agent_framework import (
+    AgentRunInputs,
+    Executor,
+    Message,
+    Workflow,
+    WorkflowAgent,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+)
+
+from server.examples.countdown import countdown, last_user_text, parse_countdown_request
+
+RECORD_RUN_CALLS_ENV = "RECORD_RUN_CALLS"
+RECORD_STEPS_ENV = "RECORD_STEPS"
+STEP_DELAY_ENV = "STEP_DELAY_SECONDS"
+
+
+def _append_line(env_name: str, line: str) -> None:
+    path = os.environ.get(env_name)
+    if path:
+        # One small append per call; O_APPEND keeps lines whole across processes.
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def _step_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(STEP_DELAY_ENV, "0.3")))
+    except ValueError:
+        return 0.3
+
+
+# region recording_countdown
+
+
+class RecordingWorkflowAgent(WorkflowAgent):
+    """A WorkflowAgent subclass that overrides ``run()``: proves recovery goes through it."""
+
+    def run(self, messages: AgentRunInputs | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        record = {
+            "pid": os.getpid(),
+            "checkpoint_id": kwargs.get("checkpoint_id"),
+            "has_messages": bool(messages),
+        }
+        _append_line(RECORD_RUN_CALLS_ENV, json.dumps(record))
+        return super().run(messages, **kwargs)
+
+
+def recording_countdown() -> WorkflowAgent:
+    """The countdown workflow wrapped in ``RecordingWorkflowAgent``."""
+    return RecordingWorkflowAgent(countdown(), name="recording-countdown")
+
+
+# endregion
+
+# region silent_prefix
+
+
+class _SilentStep(Executor):
+    """Forwards the text after a pause, yielding nothing: a superstep with no output."""
+
+    @handler
+    async def forward_messages(self, messages: list[Message], ctx: WorkflowContext[str]) -> None:
+        await self._step(last_user_text(messages), ctx)
+
+    @handler
+    async def forward_text(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await self._step(text, ctx)
+
+    async def _step(self, text: str, ctx: WorkflowContext[str]) -> None:
+        await asyncio.sleep(_step_delay())
+        _append_line(RECORD_STEPS_ENV, self.id)
+        await ctx.send_message(text)
+
+
+class _TwoOutputs(Executor):
+    """Yields "out 1" and "out 2" in one superstep, pausing between them."""
+
+    def __init__(self) -> None:
+        super().__init__(id="outputs")
+
+    @handler
+    async def produce(self, text: str, ctx: WorkflowContext[str, str]) -> None:
+        await ctx.yield_output("out 1")
+        await asyncio.sleep(_step_delay())
+        await ctx.yield_output("out 2")
+        await ctx.send_message(text)
+
+
+class _Done(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="done")
+
+    @handler
+    async def finish(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output("done")
+
+
+def silent_prefix() -> Workflow:
+    """silent_1 -> silent_2 (no output) -> outputs ("out 1", "out 2") -> done ("done").
+
+    Only the two silent executors append their id to the ``RECORD_STEPS`` file, so a test can tell
+    whether recovery reran the silent prefix.
+    """
+    first = _SilentStep(id="silent_1")
+    second = _SilentStep(id="silent_2")
+    outputs = _TwoOutputs()
+    done = _Done()
+    builder = WorkflowBuilder(name="silent_prefix", start_executor=first, output_from=[outputs, done])
+    builder.add_edge(first, second)
+    builder.add_edge(second, outputs)
+    builder.add_edge(outputs, done)
+    return builder.build()
+
+
+# endregion
+
+# region two_outputs
+
+
+_PAIRS_DELAY_KEY = "two_outputs_delay_seconds"
+
+
+class _PairStart(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="pairs_start")
+
+    @handler
+    async def start(self, messages: list[Message], ctx: WorkflowContext[int]) -> None:
+        request = parse_countdown_request(last_user_text(messages))
+        ctx.set_state(_PAIRS_DELAY_KEY, request.delay)
+        if request.n > 0:
+            await ctx.send_message(request.n)
+
+
+class _PairTicker(Executor):
+    """One superstep per n (N down to 1), each yielding "a{n}" then, after the delay, "b{n}"."""
+
+    def __init__(self) -> None:
+        super().__init__(id="pairs")
+
+    @handler
+    async def tick(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+        delay = float(ctx.get_state(_PAIRS_DELAY_KEY, 0.2))
+        await ctx.yield_output(f"a{n}")
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await ctx.yield_output(f"b{n}")
+        if n > 1:
+            await ctx.send_message(n - 1)
+
+
+def two_outputs() -> Workflow:
+    """Like countdown, but N supersteps (n = N..1) each yielding two outputs with the delay between.
+
+    The input is parsed like countdown's ("N", "countdown N", "N delay=0.2"; the delay defaults to
+    ``COUNTDOWN_DELAY_SECONDS``, else 0.2 s).
+    """
+    start = _PairStart()
+    ticker = _PairTicker()
+    builder = WorkflowBuilder(name="two_outputs", start_executor=start, output_from=[ticker])
+    builder.add_edge(start, ticker)
+    builder.add_edge(ticker, ticker)
+    return builder.build()
+
+
+# endregion

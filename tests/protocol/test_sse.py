@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.protocol import sse
+
+
+def test_frame() -> None:
+    data = sse.dumps({"type": "response.created", "text": "a\nb", "u": "é"})
+    assert "\n" not in data
+    out = sse.frame("response.created", 7, data)
+    assert out == f"event: response.created\nid: 7\ndata: {data}\n\n".encode()
+    assert json.loads(out.decode().split("data: ", 1)[1]) == {
+        "type": "response.created",
+        "text": "a\nb",
+        "u": "é",
+    }
+
+
+def test_dumps_is_compact_and_unicode() -> None:
+    assert sse.dumps({"a": [1, 2], "b": "é"}) == '{"a":[1,2],"b":"é"}'
+
+
+def test_frame_refuses_newlines() -> None:
+    with pytest.raises(ValueError):
+        sse.frame("x", 1, '{"a":\n1}')
+    with pytest.raises(ValueError):
+        sse.frame("x\n", 1, "{}")
+
+
+def test_comment() -> None:
+    assert sse.comment() == b": keep-alive\n\n"
+    assert sse.comment("hi") == b": hi\n\n"

@@ -1,0 +1,169 @@
+"""Fixtures for the store suite: a migrated database per dialect, and a `Store` per test.
+
+PostgreSQL: one fresh database per test session (`dr_test_<hex>`), migrated once to head and
+truncated before every test; every database this session creates is dropped at the end, also
+when tests fail. When the server is unreachable the PostgreSQL cases are skipped, or fail when
+`DURABLE_RESPONSES_REQUIRE_POSTGRES=1` (CI).
+
+SQLite: a temp file per test, copied from one template migrated once per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+
+from server.store import Store
+from server.store._tables import ALL_TABLES
+from server.store.migrate import upgrade
+
+PG_ADMIN_URL = os.environ.get(
+    "DURABLE_RESPONSES_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+LEASE_SECONDS = 5.0
+
+
+def _pg_dsn(url: str) -> str:
+    # asyncpg wants a libpq DSN: drop any SQLAlchemy driver suffix.
+    scheme, rest = url.split("://", 1)
+    return "postgresql://" + rest if scheme.startswith("postgres") else url
+
+
+def _with_database(url: str, name: str) -> str:
+    base, _, _db = _pg_dsn(url).rpartition("/")
+    return f"{base}/{name}"
+
+
+@dataclass
+class PgServer:
+    """An admin connection to the PostgreSQL server; creates and drops throwaway databases."""
+
+    admin: asyncpg.Connection
+    created: list[str] = field(default_factory=list)
+
+    async def create_database(self) -> tuple[str, str]:
+        name = f"dr_test_{secrets.token_hex(6)}"
+        await self.admin.execute(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return name, _with_database(PG_ADMIN_URL, name)
+
+    async def drop_database(self, name: str) -> None:
+        await self.admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            name,
+        )
+        await self.admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if name in self.created:
+            self.created.remove(name)
+
+    @contextlib.asynccontextmanager
+    async def fresh_database(self) -> AsyncIterator[str]:
+        """An empty database for one test (migration tests); dropped afterwards."""
+        name, url = await self.create_database()
+        try:
+            yield url
+        finally:
+            await self.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+async def pg_server() -> AsyncIterator[PgServer]:
+    try:
+        admin = await asyncpg.connect(_pg_dsn(PG_ADMIN_URL), timeout=5)
+    except Exception as exc:
+        where = PG_ADMIN_URL.split("@")[-1]
+        message = f"PostgreSQL not reachable at {where}: {type(exc).__name__}: {exc}"
+        if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    server = PgServer(admin)
+    try:
+        yield server
+    finally:
+        try:
+            for name in list(server.created):
+                await server.drop_database(name)
+        finally:
+            await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def pg_url(pg_server: PgServer) -> str:
+    """The session's PostgreSQL database, migrated to head once."""
+    _name, url = await pg_server.create_database()
+    await asyncio.to_thread(upgrade, url)
+    return url
+
+
+@pytest.fixture(scope="session")
+async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    await asyncio.to_thread(upgrade, f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
+    target = tmp_path / "store.db"
+    shutil.copyfile(sqlite_template, target)
+    for suffix in ("-wal", "-shm"):
+        extra = Path(str(sqlite_template) + suffix)
+        if extra.exists():
+            shutil.copyfile(extra, Path(str(target) + suffix))
+    return f"sqlite:///{target}"
+
+
+async def _truncate(store: Store) -> None:
+    names = ", ".join(table.name for table in ALL_TABLES)
+    async with store.db.writer.begin() as conn:
+        await conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """A database migrated to head with no rows, of either dialect."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
+
+
+StoreFactory = Callable[..., Awaitable[Store]]
+
+
+@pytest.fixture
+async def store_factory(db_url: str) -> AsyncIterator[StoreFactory]:
+    """Opens (and finally closes) started `Store`s on the test's database."""
+    opened: list[Store] = []
+    truncated = False
+
+    async def open_store(**kwargs: object) -> Store:
+        nonlocal truncated
+        kwargs.setdefault("lease_seconds", LEASE_SECONDS)
+        store = Store.open(db_url, **kwargs)
+        opened.append(store)
+        if store.dialect == "postgresql" and not truncated:
+            await _truncate(store)
+            truncated = True
+        await store.start()
+        return store
+
+    try:
+        yield open_store
+    finally:
+        for store in reversed(opened):
+            await store.close()
+
+
+@pytest.fixture
+async def store(store_factory: StoreFactory) -> Store:
+    return await store_factory()
