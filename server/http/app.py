@@ -113,12 +113,16 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if ctype not in ("application/json", "", "text/json") and not ctype.endswith("+json"):
             raise errors.ProtocolError(
-                415, f"Unsupported content type {ctype!r}: send application/json.", code="unsupported_media_type"
+                415,
+                f"Unsupported content type {ctype!r}: send application/json.",
+                code="unsupported_media_type",
             )
         try:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"The request body is not valid JSON: {exc}", code="invalid_json") from exc
+            raise errors.bad_request(
+                f"The request body is not valid JSON: {exc}", code="invalid_json"
+            ) from exc
 
     def sse(body: AsyncIterator[bytes], on_close: Callable[[], None] | None = None) -> EventSourceResponse:
         async def guarded_body() -> AsyncIterator[bytes]:
@@ -150,7 +154,9 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         req = created.request
         if req.stream:
             if created.memory is not None:
-                return sse(host.relay_memory(created.memory), lambda: host.stop_foreground(created.response_id))
+                return sse(
+                    host.relay_memory(created.memory), lambda: host.stop_foreground(created.response_id)
+                )
             on_close = None if req.background else (lambda: host.stop_foreground(created.response_id))
             return sse(host.relay(created.response_id, -1), on_close)
         if req.background:

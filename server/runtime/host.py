@@ -38,11 +38,11 @@ from ..store import (
     Store,
 )
 from .apps import HostedApp
+from .mapping import ItemMapper
 from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
 from .recovery import Recovery
 from .run import ResponseRun, RunPlan
 from .sinks import MemorySink, SqlSink
-from .mapping import ItemMapper
 
 log = logging.getLogger("durable_responses.host")
 
@@ -294,7 +294,11 @@ class Host:
                 )
             checkpoint_id = cp.checkpoint_id
         elif req.conversation_id:
-            prior = [r for r in await self.store.conversation_responses(user_id, req.conversation_id) if r.id != rid]
+            prior = [
+                r
+                for r in await self.store.conversation_responses(user_id, req.conversation_id)
+                if r.id != rid
+            ]
             cp = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
             if cp is not None and cp.response_id == rid:
                 cp = None  # recovery without own checkpoint: never happens (caller checks), be safe
@@ -321,7 +325,11 @@ class Host:
                 next_id = row.previous_response_id
             chain.reverse()
         elif req.conversation_id:
-            chain = [r for r in await self.store.conversation_responses(user_id, req.conversation_id) if r.id != rid]
+            chain = [
+                r
+                for r in await self.store.conversation_responses(user_id, req.conversation_id)
+                if r.id != rid
+            ]
         messages: list[Any] = []
         for row in chain:
             inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]

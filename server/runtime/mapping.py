@@ -117,12 +117,21 @@ class ItemMapper:
             call_id = content.call_id or ""
             name = content.name or ""
             raw = content.arguments
-            arguments = raw if isinstance(raw, str) else json.dumps(raw or {}, separators=(",", ":"))
+            if raw is None:
+                # A re-announcement of a call already streamed (e.g. the tool-invocation layer's
+                # pause marker for a declaration-only tool): nothing new to add.
+                if f"fc:{call_id}" in self._open:
+                    return
+                arguments = ""
+            else:
+                arguments = raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
         key = f"fc:{call_id}"
         item = self._open.get(key)
         if item is None:
             index = self._next_index()
-            item = OpenItem(index, ids.output_item_id(self._response_id, index, "function_call"), "function_call", key)
+            item = OpenItem(
+                index, ids.output_item_id(self._response_id, index, "function_call"), "function_call", key
+            )
             item.call_id, item.name = call_id, name
             self._open[key] = item
             self._emit(

@@ -97,7 +97,9 @@ class Recovery:
             return
         status = None
         if row.status == "queued":
-            snapshot = build_response(req, response_id=row.id, status="in_progress", created_at=int(row.created_at))
+            snapshot = build_response(
+                req, response_id=row.id, status="in_progress", created_at=int(row.created_at)
+            )
             sink.emit(ev.response_in_progress(snapshot))
             status = "in_progress"
         await sink.commit(closed, status=status)
@@ -112,9 +114,13 @@ class Recovery:
             row.id,
             f"checkpoint {own_cp.checkpoint_id}" if own_cp else "its stored input",
         )
-        host._make_run(row, req, plan, start_seq=sink.seq, next_index=next_index, status="in_progress", sink=sink)
+        host._make_run(
+            row, req, plan, start_seq=sink.seq, next_index=next_index, status="in_progress", sink=sink
+        )
 
-    async def _end(self, row: ResponseRow, req: CreateRequest, sink: SqlSink, closed: list[ClosedItem]) -> None:
+    async def _end(
+        self, row: ResponseRow, req: CreateRequest, sink: SqlSink, closed: list[ClosedItem]
+    ) -> None:
         """A foreground response interrupted by a crash fails; a cancelled one ends cancelled."""
         output = [json.loads(o.data) for o in await self.host.store.output_items(row.id)]
         cancelled = row.cancel_requested

@@ -172,7 +172,10 @@ class ResponseRun:
         if self.queued:
             self.queued = False
             snapshot = build_response(
-                self.request, response_id=self.response_id, status="in_progress", created_at=int(self.created_at)
+                self.request,
+                response_id=self.response_id,
+                status="in_progress",
+                created_at=int(self.created_at),
             )
             self.sink.emit(ev.response_in_progress(snapshot))
             await self.sink.commit(status="in_progress")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -82,8 +83,6 @@ def redact_url(url: str) -> str:
         return "<database>"
 
 
-def _run_sync(factory: Callable[[], object]) -> str | None:
-    """Run a coroutine from sync code, also when called from a thread of a running loop."""
-    coro = factory()
-    result = asyncio.run(coro)  # type: ignore[arg-type]
-    return result  # type: ignore[no-any-return]
+def _run_sync(factory: Callable[[], Coroutine[Any, Any, str | None]]) -> str | None:
+    """Run a coroutine from sync code (the CLI, or a worker thread in tests)."""
+    return asyncio.run(factory())

@@ -148,7 +148,9 @@ async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_sec
     items: list[dict[str, object]] = []
     checkpoints: list[dict[str, object]] = []
     pending: list[dict[str, object]] = []
-    fenced: set[str] = set()
+    # Keyed by (response, owner), not by response: a stale owner's write that shares a batch
+    # with the current owner's write to the same response must still be fenced off.
+    fenced: set[tuple[str, str]] = set()
     for w in writes:
         if w.owner is not None and w.response_id not in fenced:
             fenced.add(w.response_id)
@@ -211,7 +213,9 @@ async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_sec
         await conn.execute(insert(t.pending_requests), pending)
     for w in writes:
         if w.status is not None:
-            await conn.execute(update(t.responses).where(t.responses.c.id == w.response_id).values(status=w.status))
+            await conn.execute(
+                update(t.responses).where(t.responses.c.id == w.response_id).values(status=w.status)
+            )
         if w.finish is not None:
             f = w.finish
             await conn.execute(

@@ -104,14 +104,22 @@ class Store:
                     await conn.execute(
                         insert(t.input_items),
                         [
-                            {"response_id": row.id, "position": i.position, "item_id": i.item_id, "data": i.data}
+                            {
+                                "response_id": row.id,
+                                "position": i.position,
+                                "item_id": i.item_id,
+                                "data": i.data,
+                            }
                             for i in inputs
                         ],
                     )
                 if events:
                     await conn.execute(
                         insert(t.events),
-                        [{"response_id": row.id, "seq": e.seq, "type": e.type, "data": e.data} for e in events],
+                        [
+                            {"response_id": row.id, "seq": e.seq, "type": e.type, "data": e.data}
+                            for e in events
+                        ],
                     )
         except IntegrityError as exc:
             raise DuplicateResponse(row.id) from exc
@@ -176,14 +184,20 @@ class Store:
                     return None
                 forward = (op == "after") == (order == "asc")
                 conds.append(c.position > pos if forward else c.position < pos)
+            # `before` alone pages backwards: the `limit` items just before the cursor (the
+            # previous page), still returned in `order`; `has_more` then means more before them.
+            backward = before is not None and after is None
+            ascending = (order == "asc") != backward
             q = (
                 select(c.position, c.item_id, c.data)
                 .where(and_(*conds))
-                .order_by(c.position.asc() if order == "asc" else c.position.desc())
+                .order_by(c.position.asc() if ascending else c.position.desc())
                 .limit(limit + 1)
             )
             rows = (await conn.execute(q)).all()
         page = [InputItemRow(*r) for r in rows[:limit]]
+        if backward:
+            page.reverse()
         return page, len(rows) > limit
 
     async def read_events(self, response_id: str, after_seq: int, limit: int = 1000) -> list[EventRow]:
@@ -214,7 +228,9 @@ class Store:
     async def delete_response(self, response_id: str, user_id: str) -> bool:
         async with self.db.writer.begin() as conn:
             res = await conn.execute(
-                delete(t.responses).where(and_(t.responses.c.id == response_id, t.responses.c.user_id == user_id))
+                delete(t.responses).where(
+                    and_(t.responses.c.id == response_id, t.responses.c.user_id == user_id)
+                )
             )
             if res.rowcount != 1:
                 return False
@@ -266,13 +282,20 @@ class Store:
         pick = select(c.id).where(expired).order_by(c.created_at).limit(limit)
         if self.dialect == POSTGRESQL:
             pick = pick.with_for_update(skip_locked=True)
-        stmt = (
-            update(t.responses)
-            .where(and_(c.id.in_(pick.scalar_subquery()), expired))
-            .values(lease_owner=owner, lease_expires_at=now + self.lease_seconds)
-            .returning(*t.responses.c)
-        )
+        # Two statements, not `UPDATE ... WHERE id IN (pick)`: PostgreSQL may plan that as a
+        # nested-loop semi join that rescans the `LIMIT ... FOR UPDATE SKIP LOCKED` subquery per
+        # row, skipping the rows it has just updated, and so claims every expired response
+        # instead of `limit`. The picked rows stay locked (SQLite: the write lock) until commit.
         async with self.db.writer.begin() as conn:
+            ids = list((await conn.execute(pick)).scalars())
+            if not ids:
+                return []
+            stmt = (
+                update(t.responses)
+                .where(and_(c.id.in_(ids), expired))
+                .values(lease_owner=owner, lease_expires_at=now + self.lease_seconds)
+                .returning(*t.responses.c)
+            )
             rows = (await conn.execute(stmt)).all()
         return [_response(r) for r in rows]
 
@@ -353,16 +376,20 @@ class Store:
         c = t.checkpoints.c
         async with self.db.writer.begin() as conn:
             total = 0
+            # Both newest rows survive both passes: the lineage pass must not delete the
+            # response's own newest checkpoint when another response of the lineage is newer.
+            keep: list[int] = []
             for cond in (c.response_id == response_id, c.lineage == lineage):
                 newest = (
-                    await conn.execute(
-                        select(func.max(c.seq)).where(and_(cond, c.user_id == user_id))
-                    )
+                    await conn.execute(select(func.max(c.seq)).where(and_(cond, c.user_id == user_id)))
                 ).scalar()
-                if newest is None:
-                    continue
+                if newest is not None:
+                    keep.append(newest)
+            for cond in (c.response_id == response_id, c.lineage == lineage):
+                if not keep:
+                    break
                 res = await conn.execute(
-                    delete(t.checkpoints).where(and_(cond, c.user_id == user_id, c.seq < newest))
+                    delete(t.checkpoints).where(and_(cond, c.user_id == user_id, c.seq.not_in(keep)))
                 )
                 total += res.rowcount or 0
         return total
@@ -416,14 +443,23 @@ class Store:
 
     async def ensure_conversation(self, user_id: str, conversation_id: str) -> None:
         c = t.conversations.c
-        async with self.db.writer.begin() as conn:
-            exists = (
-                await conn.execute(select(c.id).where(and_(c.user_id == user_id, c.id == conversation_id)))
-            ).first()
-            if exists is None:
-                await conn.execute(
-                    insert(t.conversations).values(user_id=user_id, id=conversation_id, created_at=time.time())
-                )
+        try:
+            async with self.db.writer.begin() as conn:
+                exists = (
+                    await conn.execute(
+                        select(c.id).where(and_(c.user_id == user_id, c.id == conversation_id))
+                    )
+                ).first()
+                if exists is None:
+                    await conn.execute(
+                        insert(t.conversations).values(
+                            user_id=user_id, id=conversation_id, created_at=time.time()
+                        )
+                    )
+        except IntegrityError:
+            # A concurrent caller (PostgreSQL: another connection or process) inserted it
+            # between our read and our insert: the conversation exists, which is all we ensure.
+            pass
 
     async def conversation_responses(self, user_id: str, conversation_id: str) -> list[ResponseRow]:
         c = t.responses.c

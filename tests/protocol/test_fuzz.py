@@ -50,7 +50,8 @@ _part = st.one_of(
         optional={"file_id": _text, "file_data": _text, "file_url": _text, "filename": _text},
     ),
     st.fixed_dictionaries(
-        {"type": st.just("output_text"), "text": _text}, optional={"annotations": st.lists(st.just({}), max_size=1)}
+        {"type": st.just("output_text"), "text": _text},
+        optional={"annotations": st.lists(st.just({}), max_size=1)},
     ),
     st.fixed_dictionaries({"type": st.just("refusal"), "refusal": _text}),
 )
@@ -67,7 +68,11 @@ _near_items = st.one_of(
         optional={"id": _text, "status": _status},
     ),
     st.fixed_dictionaries(
-        {"type": st.just("function_call_output"), "call_id": _text, "output": _text | st.lists(_part, max_size=2)},
+        {
+            "type": st.just("function_call_output"),
+            "call_id": _text,
+            "output": _text | st.lists(_part, max_size=2),
+        },
         optional={"id": _text, "status": _status},
     ),
     st.fixed_dictionaries({"id": _text}, optional={"type": st.just("item_reference")}),

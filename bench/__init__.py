@@ -1,0 +1,1 @@
+"""Benchmarks of durable-responses (run with `make bench` or `python -m bench`)."""

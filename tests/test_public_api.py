@@ -1,0 +1,48 @@
+"""Guards the names `server` exports (like httpx's test of its public API)."""
+
+import server
+
+EXPECTED = {
+    "Host",
+    "HostSettings",
+    "HostedApp",
+    "HttpSettings",
+    "Settings",
+    "SqlCheckpointStorage",
+    "Store",
+    "__version__",
+    "create_app",
+}
+
+
+def test_public_names() -> None:
+    assert set(server.__all__) == EXPECTED
+    for name in EXPECTED:
+        assert hasattr(server, name), name
+
+
+def test_layers_point_down() -> None:
+    """protocol imports nothing of ours; store never imports runtime/http; runtime never http."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(server.__file__).parent
+    forbidden = {
+        "protocol": ("store", "runtime", "http", "agent_framework"),
+        "store": ("runtime", "http", "agent_framework"),
+        "runtime": ("http",),
+        "http": ("sqlalchemy", "store"),
+    }
+    for layer, bad in forbidden.items():
+        for path in (root / layer).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                names: list[str] = []
+                if isinstance(node, ast.ImportFrom):
+                    names = [("." * node.level) + (node.module or "")]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                for name in names:
+                    for b in bad:
+                        assert not (name.startswith(f"..{b}") or name.startswith(f"server.{b}") or name == b
+                                    or name.startswith(f"{b}.")), f"{path}: imports {name}"
