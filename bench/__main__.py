@@ -89,8 +89,13 @@ def run_dialect(dialect: str, delivery: str, work: Path) -> dict[str, object]:
 
             subprocess.run([sys.executable, "-m", "server", "migrate", "--database-url", url], check=True)
         for app, key in (("bench.apps:burst", "burst"), ("server.examples.echo:echo", "concurrent")):
-            srv = ServerProcess(database_url=url, app=app, workdir=work / f"{dialect}-{delivery}-{key}",
-                                delivery=delivery, env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"})
+            srv = ServerProcess(
+                database_url=url,
+                app=app,
+                workdir=work / f"{dialect}-{delivery}-{key}",
+                delivery=delivery,
+                env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"},
+            )
             srv.start()
             try:
                 if key == "burst":
@@ -99,11 +104,18 @@ def run_dialect(dialect: str, delivery: str, work: Path) -> dict[str, object]:
                     out["concurrent"] = asyncio.run(scenario_concurrent(srv.base_url))
             finally:
                 srv.terminate()
-        srv = ServerProcess(database_url=url, app="bench.apps:steps", workdir=work / f"{dialect}-{delivery}-steps",
-                            delivery=delivery, env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"})
+        srv = ServerProcess(
+            database_url=url,
+            app="bench.apps:steps",
+            workdir=work / f"{dialect}-{delivery}-steps",
+            delivery=delivery,
+            env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"},
+        )
         srv.start()
         try:
-            out["per_superstep_ms"] = {n: asyncio.run(scenario_steps(srv.base_url, n)) for n in (10, 100, 1000)}
+            out["per_superstep_ms"] = {
+                n: asyncio.run(scenario_steps(srv.base_url, n)) for n in (10, 100, 1000)
+            }
         finally:
             srv.terminate()
     finally:
@@ -124,8 +136,10 @@ def main() -> None:
                 res = run_dialect(dialect, delivery, Path(tmp))
                 rows.append((dialect, delivery, res))
     print()
-    print("| dialect | delivery | 1000 outputs: first event ms | first output ms | total ms | events/s "
-          "| 50 streams: resp/s | p50 ms | p99 ms | ms/superstep @10 | @100 | @1000 |")
+    print(
+        "| dialect | delivery | 1000 outputs: first event ms | first output ms | total ms | events/s "
+        "| 50 streams: resp/s | p50 ms | p99 ms | ms/superstep @10 | @100 | @1000 |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for dialect, delivery, r in rows:
         b, c, s = r["burst"], r["concurrent"], r["per_superstep_ms"]

@@ -11,8 +11,12 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from types import FrameType
+
+import uvicorn
 
 from .config import Settings
+from .runtime.host import Host
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,12 +85,10 @@ def _migrate(url: str) -> int:
 
 
 def _serve(settings: Settings, log_level: str) -> int:
-    import uvicorn
-
     from .http.app import HttpSettings, create_app
     from .runtime._af_private import check_compatibility
     from .runtime.apps import AppError, HostedApp
-    from .runtime.host import Host, HostSettings
+    from .runtime.host import HostSettings
     from .store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url
     from .store.migrate import check_schema, redact_url, upgrade
 
@@ -139,6 +141,23 @@ def _serve(settings: Settings, log_level: str) -> int:
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
         lifespan="on",
     )
-    server = uvicorn.Server(config)
+    server = _Server(config, host)
     asyncio.run(server.serve())
     return 0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, plus: the first SIGTERM/SIGINT also starts the host's drain at once."""
+
+    def __init__(self, config: uvicorn.Config, host: Host) -> None:
+        super().__init__(config)
+        self._host = host
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            loop.call_soon_threadsafe(self._host.begin_shutdown)
+        super().handle_exit(sig, frame)

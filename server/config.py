@@ -1,9 +1,9 @@
 """Server settings: command-line flags over environment variables over defaults.
 
 Invariant: one place decides where data lives. The embedded SQLite file is
-`<data dir>/durable-responses.db`; the data dir is `DURABLE_RESPONSES_DATA_DIR`, else
-`$HOME/.durable-responses` on a Foundry hosted agent (only `$HOME` survives compute
-recreation there), else `./data`.
+`<data dir>/durable-responses.db`; the data dir is `$HOME/.durable-responses` on a Foundry
+hosted agent (only `$HOME` survives compute recreation there), else
+`DURABLE_RESPONSES_DATA_DIR`, else `./data`. `DATABASE_URL` overrides all of them.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ def _env_float(name: str, default: float) -> float:
 
 
 def data_dir() -> str:
+    # On a Foundry hosted agent only $HOME survives compute recreation: it wins even over an
+    # image's DURABLE_RESPONSES_DATA_DIR (seed 002 lost paused workflows to a local path).
+    if os.environ.get("FOUNDRY_HOSTING_ENVIRONMENT"):
+        return os.path.join(os.path.expanduser("~"), ".durable-responses")
     explicit = os.environ.get("DURABLE_RESPONSES_DATA_DIR")
     if explicit:
         return explicit
-    if os.environ.get("FOUNDRY_HOSTING_ENVIRONMENT"):
-        return os.path.join(os.path.expanduser("~"), ".durable-responses")
     return os.path.join(os.getcwd(), "data")
 
 

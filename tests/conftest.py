@@ -42,7 +42,7 @@ def _pg_reachable() -> str | None:
     try:
         _pg_admin("SELECT 1")
         return None
-    except Exception as exc:  # noqa: BLE001 - report any reason
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
@@ -146,7 +146,7 @@ class ServerProcess:
         ]
         if self.app:
             cmd += ["--app", self.app]
-        log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -319,6 +319,19 @@ def test_compose_services() -> None:
     assert len(host_ports) == len(set(host_ports)), "each replica publishes its own host port"
 
 
+def test_compose_matches_the_compose_spec() -> None:
+    """Validated against the Compose Specification's JSON schema (vendored by check-jsonschema)."""
+    pytest.importorskip("check_jsonschema", reason="pip install check-jsonschema (ships the schema)")
+    jsonschema = pytest.importorskip("jsonschema")
+    from importlib.resources import files
+
+    schema_file = files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
+    schema = json.loads(schema_file.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(compose())]
+    assert not errors, errors
+
+
 def k8s_docs() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
@@ -338,6 +351,14 @@ def by_kind(kind: str) -> list[dict[str, Any]]:
 def pod_containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
     spec = doc["spec"]["template"]["spec"]
     return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def test_k8s_manifests_match_the_kubernetes_schemas() -> None:
+    """Strict: an unknown or misspelt field fails too (kubernetes-validate ships the schemas)."""
+    kv = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate")
+    version = kv.latest_version()
+    for doc in k8s_docs():
+        kv.validate(doc, version, strict=True)
 
 
 def test_k8s_images_commands_and_variables() -> None:

@@ -44,5 +44,9 @@ def test_layers_point_down() -> None:
                     names = [a.name for a in node.names]
                 for name in names:
                     for b in bad:
-                        assert not (name.startswith(f"..{b}") or name.startswith(f"server.{b}") or name == b
-                                    or name.startswith(f"{b}.")), f"{path}: imports {name}"
+                        assert not (
+                            name.startswith(f"..{b}")
+                            or name.startswith(f"server.{b}")
+                            or name == b
+                            or name.startswith(f"{b}.")
+                        ), f"{path}: imports {name}"

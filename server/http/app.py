@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sse_starlette import EventSourceResponse
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -62,6 +63,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host: bool = True) -> Starlette:
     cfg = settings or HttpSettings()
+    # Shutdown is ours, not sse-starlette's: on SIGTERM the host ends background streams at once
+    # (their runs go on elsewhere) and lets foreground streams finish with their runs.
+    AppStatus.disable_automatic_graceful_drain()
 
     def user_of(request: Request) -> str:
         if cfg.api_key is not None:
@@ -118,8 +122,11 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 code="unsupported_media_type",
             )
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+            body = json.loads(raw)
+            # Lone surrogates (e.g. "\ud800") parse but can never be encoded as UTF-8 for storage.
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+            return body
+        except (ValueError, UnicodeError, RecursionError) as exc:
             raise errors.bad_request(
                 f"The request body is not valid JSON: {exc}", code="invalid_json"
             ) from exc
@@ -227,6 +234,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         finally:
             if manage_host:
                 await host.stop()
+            AppStatus.should_exit = True
 
     async def not_found_handler(request: Request, exc: Exception) -> Response:
         return error_response(errors.not_found(f"No route for {request.method} {request.url.path}."))

@@ -87,6 +87,8 @@ class Host:
         self.accepting = True
         self.recovery = Recovery(self)
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+        self.draining = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -95,9 +97,21 @@ class Host:
         self._tasks.append(asyncio.create_task(self._lease_loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
 
+    def begin_shutdown(self) -> None:
+        """SIGTERM: refuse new responses (503) and end the streams of background responses.
+
+        Their clients reconnect (`Last-Event-ID`) to a replica that recovers them; foreground
+        streams stay open while their runs finish within the grace period (`stop`).
+        """
+        if self.draining.is_set():
+            return
+        self.accepting = False
+        self.draining.set()
+        self.store.notifier.publish_all()
+
     async def stop(self) -> None:
         """Graceful: refuse new work, let foreground runs finish, leave background to recovery."""
-        self.accepting = False
+        self.begin_shutdown()
         deadline = time.monotonic() + self.settings.shutdown_grace_seconds
         while True:
             foreground = [r for r in self.runs.values() if not r.background and not r.done.is_set()]
@@ -181,10 +195,12 @@ class Host:
         try:
             plan = await self._plan(user_id, req, rid)
             await self.store.insert_response(row, input_rows, events)
-        except DuplicateResponse:
+        except DuplicateResponse as exc:
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
-            raise errors.conflict(f"A response with id '{rid}' already exists.", code="duplicate_response_id")
+            raise errors.conflict(
+                f"A response with id '{rid}' already exists.", code="duplicate_response_id"
+            ) from exc
         except BaseException:
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
@@ -358,6 +374,7 @@ class Host:
             plan=plan,
             background=False,
             allowed_types=self.settings.allowed_checkpoint_types,
+            reader=self.store,
         )
         run.start()
         return Created(rid, req, run, memory=sink)
@@ -402,13 +419,19 @@ class Host:
         if self.runs.get(run.response_id) is run:
             del self.runs[run.response_id]
         if run.final_status is not None and run.store is not None:
-            asyncio.get_running_loop().create_task(self._prune(run))
+            task = asyncio.get_running_loop().create_task(self._after_run(run))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
-    async def _prune(self, run: ResponseRun) -> None:
-        with contextlib.suppress(Exception):
+    async def _after_run(self, run: ResponseRun) -> None:
+        try:
+            if run.final_status in ("failed", "cancelled"):
+                await self.store.release_answers(run.response_id)
             await self.store.prune_checkpoints(
                 user_id=run.user_id, response_id=run.response_id, lineage=run.lineage
             )
+        except Exception:
+            log.exception("response %s: clean-up after the run failed", run.response_id)
 
     # -- read ---------------------------------------------------------------------------
 
@@ -519,7 +542,10 @@ class Host:
                     if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
                         return
                     continue
-                local = response_id in self.runs
+                run = self.runs.get(response_id)
+                if self.draining.is_set() and (run is None or run.background):
+                    return  # shutting down: the client resumes elsewhere with Last-Event-ID
+                local = run is not None
                 woke = await sub.wait(None if local else self.settings.remote_poll_seconds)
                 if not woke and not local:
                     row = await self.store.get_response(response_id, None)

@@ -140,3 +140,4 @@ class Recovery:
             closed,
             finish=Finish(status=status, completed_at=None, error=dumps(error) if error else None),
         )
+        await self.host.store.release_answers(row.id)

@@ -71,8 +71,10 @@ class ResponseRun:
         background: bool,
         allowed_types: tuple[str, ...] = (),
         prior_output: list[dict[str, Any]] | None = None,
+        reader: Store | None = None,
     ) -> None:
         self.store = store
+        self.reader = reader if reader is not None else store
         self.request = request
         self.response_id = response_id
         self.user_id = user_id
@@ -188,10 +190,19 @@ class ResponseRun:
         if self.plan.tools:
             kwargs["tools"] = self.plan.tools
         stream = self.agent.run(self.plan.messages or None, **kwargs)
+        loop = asyncio.get_running_loop()
+        last_pause = loop.time()
         async for update in stream:
             if self.sink.failure is not None:
                 raise self.sink.failure
             self.mapper.feed(update)
+            # An agent that is ahead of us hands over updates without ever suspending this
+            # task; give the outbox writer and the relays a turn every couple of milliseconds
+            # so live delivery stays live.
+            now = loop.time()
+            if now - last_pause > 0.002:
+                await asyncio.sleep(0)
+                last_pause = loop.time()
         if self.sink.failure is not None:
             raise self.sink.failure
 
@@ -284,11 +295,30 @@ class ResponseRun:
 
 
 class _MemoryStorage(InMemoryCheckpointStorage):
-    """`store=false` workflows: checkpoints in memory, still closing items at each one."""
+    """`store=false` workflows: checkpoints in memory, still closing items at each one.
+
+    A `store=false` turn may continue a stored workflow: loads fall back to the database
+    (read only; nothing of this response is written).
+    """
 
     def __init__(self, run: ResponseRun) -> None:
         super().__init__()
         self._run = run
+
+    async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
+        try:
+            return await super().load(checkpoint_id)
+        except Exception:
+            reader = self._run.reader
+            if reader is None:
+                raise
+            return await SqlCheckpointStorage(
+                reader,
+                user_id=self._run.user_id,
+                lineage=self._run.lineage,
+                response_id=self._run.response_id,
+                allowed_types=self._run.allowed_types,
+            ).load(checkpoint_id)
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         cid = await super().save(checkpoint)

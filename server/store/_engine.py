@@ -8,6 +8,7 @@ mode with `synchronous=FULL`, so a committed event survives a `kill -9` and a po
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,11 @@ class BadDatabaseURL(ValueError):
     pass
 
 
+def _redact_raw(raw: str) -> str:
+    """`raw` with any password masked: error messages end up in logs."""
+    return re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", raw.strip())
+
+
 def normalize_url(raw: str) -> URL:
     """Map a user's database URL to its async driver form."""
     text = raw.strip()
@@ -33,7 +39,8 @@ def normalize_url(raw: str) -> URL:
         url = make_url(text)
     except Exception as exc:  # SQLAlchemy raises ArgumentError with a terse message
         raise BadDatabaseURL(
-            f"cannot parse database URL {raw!r}: use sqlite:///path/to.db or postgresql://user@host/db"
+            f"cannot parse database URL {_redact_raw(raw)!r}: "
+            "use sqlite:///path/to.db or postgresql://user@host/db"
         ) from exc
     backend = url.get_backend_name()
     if backend == SQLITE:
@@ -44,7 +51,9 @@ def normalize_url(raw: str) -> URL:
         if "sslmode" in query:
             query["ssl"] = query.pop("sslmode")
         return url.set(drivername="postgresql+asyncpg", query=query)
-    raise BadDatabaseURL(f"unsupported database {backend!r} in {raw!r}: use sqlite or postgresql")
+    raise BadDatabaseURL(
+        f"unsupported database {backend!r} in {_redact_raw(raw)!r}: use sqlite or postgresql"
+    )
 
 
 def sqlite_path(url: URL) -> str | None:

@@ -27,6 +27,12 @@ class Notifier:
         for rid in response_ids:
             self.publish(rid)
 
+    def publish_all(self) -> None:
+        """Wake every subscriber (shutdown: relays re-check whether to go on)."""
+        for subs in self._subs.values():
+            for sub in subs:
+                sub._event.set()
+
     def has_subscribers(self, response_id: str) -> bool:
         return bool(self._subs.get(response_id))
 
@@ -57,7 +63,10 @@ class Subscription:
     def clear(self) -> None:
         self._event.clear()
 
-    async def wait(self, timeout: float | None) -> bool:
+    async def wait(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - a wake-up with a fallback
+        if self._event.is_set():
+            # Python 3.11's wait_for(..., 0) times out before the inner wait() ever runs.
+            return True
         try:
             await asyncio.wait_for(self._event.wait(), timeout)
             return True

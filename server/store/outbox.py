@@ -10,7 +10,8 @@ Invariants:
 
 Group commit: the writer takes everything queued, waits a short window for more (bounded
 batch), and commits the batch in one transaction. If the batch fails, each write is retried
-alone so one bad write cannot fail its neighbours.
+alone so one bad write cannot fail its neighbours; the writes of the same response and owner
+that were queued behind a failed write fail with it (no sequence gap, no unpaired checkpoint).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class Outbox:
         self._task: asyncio.Task[None] | None = None
         self.commits = 0  # number of transactions, for benchmarks
         self.after_commit: list[object] = []
+        # FIFO numbering: a write's number is its submission order (`_queued` at submit time).
+        self._queued = 0
+        self._taken = 0
+        # (response id, owner) -> (writes numbered below this were queued before it failed, error)
+        self._poisoned: dict[tuple[str, str | None], tuple[int, BaseException]] = {}
 
     def start(self) -> None:
         if self._task is None:
@@ -63,7 +69,7 @@ class Outbox:
         sentinel = Write(response_id="", owner=None)
         loop = asyncio.get_running_loop()
         sentinel.future = loop.create_future()
-        self._queue.put_nowait(sentinel)
+        self._put(sentinel)
         with contextlib.suppress(Exception):
             await sentinel.future
         self._task.cancel()
@@ -77,25 +83,57 @@ class Outbox:
         if self._task is None:
             write.future.set_exception(StoreError("the outbox is closed"))
             return write.future
-        self._queue.put_nowait(write)
+        self._put(write)
         return write.future
+
+    def _put(self, write: Write) -> None:
+        self._queue.put_nowait(write)
+        self._queued += 1
+
+    def _take(self, batch: list[Write], write: Write) -> None:
+        """Add a dequeued write to `batch`, unless an earlier write of its response failed.
+
+        A write that was already queued when an earlier write of the same response (and owner)
+        failed must not commit: its events would leave a gap in the sequence, and its
+        checkpoint would be committed without the outputs before it.
+        """
+        number = self._taken
+        self._taken += 1
+        if self._poisoned:
+            self._poisoned = {r: v for r, v in self._poisoned.items() if v[0] > number}
+        poisoned = self._poisoned.get((write.response_id, write.owner))
+        if poisoned is not None:
+            self._fail([write], _after_failure(write.response_id, poisoned[1]))
+            return
+        batch.append(write)
+
+    def _poison(self, write: Write, exc: BaseException) -> None:
+        """Fail the writes of `write`'s response and owner that are queued behind it now.
+
+        Writes submitted from now on commit as usual: their submitter can know of the failure
+        (the sink stops submitting once a write of its run failed).
+        """
+        self._poisoned[(write.response_id, write.owner)] = (self._queued, exc)
 
     async def _run(self) -> None:
         while True:
             first = await self._queue.get()
-            batch = [first]
+            batch: list[Write] = []
+            self._take(batch, first)
             self._drain(batch)
             if len(batch) < self._max_batch and self._window > 0:
                 await asyncio.sleep(self._window)
                 self._drain(batch)
-            await self._commit_batch(batch)
+            if batch:
+                await self._commit_batch(batch)
 
     def _drain(self, batch: list[Write]) -> None:
         while len(batch) < self._max_batch:
             try:
-                batch.append(self._queue.get_nowait())
+                write = self._queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            self._take(batch, write)
 
     async def _commit_batch(self, batch: list[Write]) -> None:
         real = [w for w in batch if w.response_id]
@@ -105,12 +143,19 @@ class Outbox:
         except Exception as exc:
             if len(real) == 1:
                 self._fail(real, exc)
+                self._poison(real[0], exc)
             else:
+                failed: dict[tuple[str, str | None], BaseException] = {}
                 for w in real:
+                    if (w.response_id, w.owner) in failed:
+                        self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                        continue
                     try:
                         await self._commit([w])
                     except Exception as one_exc:
+                        failed[(w.response_id, w.owner)] = one_exc
                         self._fail([w], one_exc)
+                        self._poison(w, one_exc)
                     else:
                         self._succeed([w])
         else:
@@ -141,6 +186,12 @@ class Outbox:
         self.commits += 1
 
 
+def _after_failure(response_id: str, exc: BaseException) -> BaseException:
+    if isinstance(exc, LeaseLost):
+        return LeaseLost(response_id)
+    return StoreError(f"an earlier write of response {response_id} could not be committed: {exc}")
+
+
 async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_seconds: float) -> None:
     """Apply `writes` inside the caller's transaction (the outbox's, or a direct one)."""
     now = time.time()
@@ -152,8 +203,8 @@ async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_sec
     # with the current owner's write to the same response must still be fenced off.
     fenced: set[tuple[str, str]] = set()
     for w in writes:
-        if w.owner is not None and w.response_id not in fenced:
-            fenced.add(w.response_id)
+        if w.owner is not None and (w.response_id, w.owner) not in fenced:
+            fenced.add((w.response_id, w.owner))
             until = w.lease_until if w.lease_until is not None else now + lease_seconds
             res = await conn.execute(
                 update(t.responses)

@@ -439,6 +439,21 @@ class Store:
                 .values(status="pending", answered_by=None)
             )
 
+    async def release_answers(self, answered_by: str) -> int:
+        """Re-open the requests a response answered, when it ended without completing.
+
+        A reply whose run failed or was cancelled must not burn the call: the client can send
+        the same `function_call_output` again.
+        """
+        c = t.pending_requests.c
+        async with self.db.writer.begin() as conn:
+            res = await conn.execute(
+                update(t.pending_requests)
+                .where(and_(c.answered_by == answered_by, c.status == "answered"))
+                .values(status="pending", answered_by=None)
+            )
+        return res.rowcount or 0
+
     # -- conversations ------------------------------------------------------------------
 
     async def ensure_conversation(self, user_id: str, conversation_id: str) -> None:

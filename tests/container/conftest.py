@@ -32,9 +32,11 @@ HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if shutil.which("podman") is not None:
         return
+    if os.environ.get("DURABLE_RESPONSES_REQUIRE_CONTAINER") == "1":
+        raise pytest.UsageError("podman is required here (DURABLE_RESPONSES_REQUIRE_CONTAINER=1) but missing")
     skip = pytest.mark.skip(reason="podman is not installed (apt-get install podman runc debootstrap)")
     for item in items:
-        if "container" in item.keywords:
+        if item.get_closest_marker("container") is not None:
             item.add_marker(skip)
 
 
@@ -59,7 +61,8 @@ class Podman:
             log(f"podman {' '.join(args[:2])}... -> {proc.returncode} in {time.monotonic() - start:.1f}s")
         if check and proc.returncode != 0:
             raise AssertionError(
-                f"podman {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+                f"podman {' '.join(args)} failed ({proc.returncode}):\n"
+                f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
             )
         return proc
 
@@ -125,7 +128,9 @@ def build(podman: Podman, context: Path, tag: str, *build_args: str) -> None:
 
 @pytest.fixture(scope="session")
 def image(podman: Podman, base_image: str) -> str:
-    build(podman, ROOT, IMAGE, f"BASE_IMAGE={base_image}")
+    # DURABLE_CONTAINER_CONTEXT builds another tree (say a clone of what is committed).
+    context = Path(os.environ.get("DURABLE_CONTAINER_CONTEXT", ROOT))
+    build(podman, context, IMAGE, f"BASE_IMAGE={base_image}")
     return IMAGE
 
 

@@ -14,12 +14,15 @@ Run alone with: pytest -m container -s tests/container   (-s shows the timings)
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -102,11 +105,13 @@ class Container:
 
 
 @contextlib.contextmanager
-def running(podman: Podman, image: str, *options: str, name: str) -> Iterator[Container]:
+def running(
+    podman: Podman, image: str, *options: str, name: str, host_network: bool = HOST_NETWORK
+) -> Iterator[Container]:
     port = free_port()
     name = f"{name}-{os.getpid()}"
     podman.run("rm", "-f", name, check=False, quiet=True)
-    net = ["--network", "host", "-e", f"PORT={port}"] if HOST_NETWORK else ["-p", f"127.0.0.1:{port}:8088"]
+    net = ["--network", "host", "-e", f"PORT={port}"] if host_network else ["-p", f"127.0.0.1:{port}:8088"]
     # No systemd here to time the HEALTHCHECK: disable its timer (`podman healthcheck run` still works).
     podman.run("run", "-d", "--name", name, "--health-interval", "disable", *net, *options, image)
     container = Container(podman, name, port)
@@ -185,3 +190,128 @@ def test_foundry_keeps_data_under_home(podman: Podman, image: str, volume: str) 
         assert again.output_text == created.output_text
         with pytest.raises(openai.NotFoundError):
             second.client(**{"x-agent-user-id": "mallory"}).responses.retrieve(created.id)
+
+
+PG_ADMIN = os.environ.get("DURABLE_RESPONSES_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def pg_admin(sql: str) -> None:
+    asyncpg = pytest.importorskip("asyncpg")
+
+    async def run() -> None:
+        conn = await asyncpg.connect(PG_ADMIN.replace("postgresql://", "postgres://"), timeout=5)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh database on the machine's PostgreSQL (reached with --network host)."""
+    try:
+        pg_admin("SELECT 1")
+    except Exception as exc:
+        message = f"PostgreSQL not reachable at {PG_ADMIN}: {exc}"
+        if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    name = f"dr_container_{uuid.uuid4().hex[:12]}"
+    pg_admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+    finally:
+        pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_postgres_migrate_is_a_step(podman: Podman, image: str, pg_url: str) -> None:
+    """As in deploy/compose.yaml and deploy/k8s: `serve` refuses a schema that is behind, two
+    concurrent `migrate` runs both succeed, then `serve` starts on the migrated database."""
+    env = ["--network", "host", "-e", f"DATABASE_URL={pg_url}"]
+    base = ["run", "--rm", "--health-interval", "disable", *env]
+
+    refused = podman.run(*base, image, check=False, timeout=120)
+    assert refused.returncode != 0, "serve must refuse an unmigrated PostgreSQL database"
+    assert "migrate" in refused.stderr, refused.stderr
+
+    t = time.monotonic()
+    runs = [
+        subprocess.Popen(
+            ["podman", *base, image, "migrate"],
+            env=podman.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=180) for run in runs]
+    log(f"two concurrent migrate runs took {time.monotonic() - t:.1f}s")
+    for run, (out, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, f"migrate failed:\n{out}\n{err}"
+    again = podman.run(*base, image, "migrate", timeout=120)
+    assert "nothing applied" in again.stdout or "already" in again.stdout, again.stdout
+
+    with running(
+        podman, image, "-e", f"DATABASE_URL={pg_url}", name="durable-pg", host_network=True
+    ) as server:
+        reply = server.client().responses.create(input="hello postgres")
+        assert reply.status == "completed"
+        assert server.client().responses.retrieve(reply.id).output_text == reply.output_text
+        _, code = server.stop()
+        assert code == 0
+
+
+def test_sigterm_lets_foreground_finish_and_leaves_background_to_recovery(
+    podman: Podman, image: str, volume: str
+) -> None:
+    """SIGTERM (podman stop) mid-stream: the foreground response still completes and the server
+    exits 0; a background response in flight is finished by the next container on the volume."""
+    options = [
+        "-v",
+        f"{volume}:/data",
+        "-e",
+        "DURABLE_RESPONSES_APP=server.examples:countdown",
+        "-e",
+        "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS=20",
+        "-e",
+        "DURABLE_RESPONSES_LEASE_SECONDS=2",
+    ]
+    with running(podman, image, *options, name="durable-sigterm-1") as first:
+        client = first.client()
+        background = client.responses.create(input="40 delay=0.25", background=True)
+        stream = client.responses.create(input="12 delay=0.25", stream=True)
+        events = iter(stream)
+        seen = [next(events).type]
+        while "response.output_text.delta" not in seen and "response.output_item.added" not in seen:
+            seen.append(next(events).type)
+
+        stopper = subprocess.Popen(
+            ["podman", "stop", "-t", str(STOP_TIMEOUT), first.name],
+            env=podman.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        t = time.monotonic()
+        seen += [e.type for e in events]
+        assert seen[-1] == "response.completed", seen[-5:]
+        stopper.wait(timeout=STOP_TIMEOUT + 30)
+        elapsed = time.monotonic() - t
+        code = int(first.state("ExitCode"))
+        log(f"{first.name}: stopped mid-stream in {elapsed:.1f}s, exit code {code}")
+        assert code == 0
+        assert elapsed < GRACEFUL_STOP_SECONDS + 10
+
+    with running(podman, image, *options, name="durable-sigterm-2") as second:
+        client = second.client()
+        start = time.monotonic()
+        current = client.responses.retrieve(background.id)
+        while current.status in ("queued", "in_progress") and time.monotonic() - start < 90:
+            time.sleep(0.5)
+            current = client.responses.retrieve(background.id)
+        log(f"background response recovered as {current.status} in {time.monotonic() - start:.1f}s")
+        assert current.status == "completed"
+        assert "tick 0" in current.output_text

@@ -31,14 +31,19 @@ def read_until(stream: Any, stop: Any) -> list[dict[str, Any]]:
     return seen
 
 
-def sse_events(base_url: str, response_id: str, after: int | None = None, timeout: float = 120) -> list[dict[str, Any]]:
+def sse_events(
+    base_url: str, response_id: str, after: int | None = None, timeout: float = 120
+) -> list[dict[str, Any]]:
     """GET /responses/{id}?stream=true[&starting_after=N] over raw SSE; all events until the stream ends."""
     params: dict[str, Any] = {"stream": "true"}
     if after is not None:
         params["starting_after"] = str(after)
     out: list[dict[str, Any]] = []
     with httpx.stream(
-        "GET", f"{base_url}/responses/{response_id}", params=params, timeout=timeout,
+        "GET",
+        f"{base_url}/responses/{response_id}",
+        params=params,
+        timeout=timeout,
         headers={"authorization": "Bearer test-key"},
     ) as r:
         r.raise_for_status()
@@ -64,7 +69,7 @@ def wait_terminal(client: Any, response_id: str, timeout: float = 60) -> Any:
             last = client.responses.retrieve(response_id)
             if last.status in TERMINAL_STATUSES:
                 return last
-        except Exception:  # noqa: BLE001 - server may still be starting
+        except Exception:
             pass
         time.sleep(0.2)
     raise AssertionError(f"response {response_id} not terminal after {timeout}s: {last}")
@@ -93,7 +98,9 @@ def check_sequence(events: list[dict[str, Any]], *, label: str = "") -> None:
     types = Counter(e["type"] for e in events)
     assert types["response.created"] == 1, f"{label} response.created x{types['response.created']}"
     assert events[0]["type"] == "response.created", f"{label} first event {events[0]['type']}"
-    assert types["response.in_progress"] <= 1, f"{label} response.in_progress x{types['response.in_progress']}"
+    assert types["response.in_progress"] <= 1, (
+        f"{label} response.in_progress x{types['response.in_progress']}"
+    )
     terminals = [e for e in events if e["type"] in TERMINAL_EVENTS]
     assert len(terminals) == 1, f"{label} terminal events: {[t['type'] for t in terminals]}"
     assert events[-1]["type"] in TERMINAL_EVENTS, f"{label} last event is {events[-1]['type']}"

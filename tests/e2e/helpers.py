@@ -36,7 +36,9 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     return frames
 
 
-def sse_get(base_url: str, path: str, *, headers: dict[str, str] | None = None, params: Any = None) -> list[dict[str, Any]]:
+def sse_get(
+    base_url: str, path: str, *, headers: dict[str, str] | None = None, params: Any = None
+) -> list[dict[str, Any]]:
     with httpx.Client(base_url=base_url, timeout=60) as c:
         r = c.get(path, headers=headers, params=params)
         assert r.status_code == 200, r.text
@@ -58,7 +60,9 @@ def assert_error_shape(resp: httpx.Response, status: int | None = None) -> dict[
     return err
 
 
-def wait_status(srv: ServerProcess, rid: str, statuses: set[str] = TERMINAL, timeout: float = 30, **headers: str) -> dict[str, Any]:
+def wait_status(
+    srv: ServerProcess, rid: str, statuses: set[str] = TERMINAL, timeout: float = 30, **headers: str
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     body: dict[str, Any] = {}
     while time.monotonic() < deadline:

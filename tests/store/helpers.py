@@ -99,7 +99,9 @@ def checkpoint(
     )
 
 
-def pending(response_id: str, call_id: str, *, user: str = "alice", checkpoint_id: str = "cp") -> PendingRequestRow:
+def pending(
+    response_id: str, call_id: str, *, user: str = "alice", checkpoint_id: str = "cp"
+) -> PendingRequestRow:
     return PendingRequestRow(
         response_id=response_id,
         call_id=call_id,

@@ -86,43 +86,50 @@ def _ids(positions: range | list[int]) -> list[str]:
     return [f"msg_{p:04d}" for p in positions]
 
 
+_LIMITS = (1, 7, 20, 149, 150)
+
+
 @pytest.mark.parametrize("order", ["asc", "desc"])
-@pytest.mark.parametrize("limit", [1, 7, 20, 100])
-async def test_input_items_forward_paging_is_complete(paged: Store, order: str, limit: int) -> None:
+async def test_input_items_forward_paging_is_complete(paged: Store, order: str) -> None:
     expected = _ids(range(N_ITEMS)) if order == "asc" else _ids(range(N_ITEMS - 1, -1, -1))
-    seen: list[str] = []
-    cursor: str | None = None
-    for _ in range(N_ITEMS + 2):
-        result = await paged.list_input_items("resp_p", after=cursor, before=None, limit=limit, order=order)
-        assert result is not None
-        page, has_more = result
-        seen += [i.item_id for i in page]
-        if not has_more:
-            break
-        assert len(page) == limit
-        cursor = page[-1].item_id
-    assert seen == expected  # complete, ordered, no duplicates
+    for limit in _LIMITS:
+        seen: list[str] = []
+        cursor: str | None = None
+        for _ in range(N_ITEMS + 2):
+            result = await paged.list_input_items(
+                "resp_p", after=cursor, before=None, limit=limit, order=order
+            )
+            assert result is not None
+            page, has_more = result
+            seen += [i.item_id for i in page]
+            if not has_more:
+                break
+            assert len(page) == limit
+            cursor = page[-1].item_id
+        assert seen == expected, f"limit={limit}"  # complete, ordered, no duplicates
 
 
 @pytest.mark.parametrize("order", ["asc", "desc"])
-@pytest.mark.parametrize("limit", [1, 7, 20, 100])
-async def test_input_items_backward_paging_is_complete(paged: Store, order: str, limit: int) -> None:
+async def test_input_items_backward_paging_is_complete(paged: Store, order: str) -> None:
     """`before=X` is the page just before X (in the requested order), like `after` in reverse."""
     expected = _ids(range(N_ITEMS)) if order == "asc" else _ids(range(N_ITEMS - 1, -1, -1))
-    cursor = expected[-1]
-    seen: list[str] = []
-    for _ in range(N_ITEMS + 2):
-        result = await paged.list_input_items("resp_p", after=None, before=cursor, limit=limit, order=order)
-        assert result is not None
-        page, has_more = result
-        ids = [i.item_id for i in page]
-        assert ids == sorted(ids, reverse=order == "desc")
-        seen = ids + seen
-        if not has_more:
-            break
-        assert len(page) == limit
-        cursor = page[0].item_id
-    assert seen == expected[:-1]
+    for limit in _LIMITS:
+        cursor = expected[-1]
+        seen: list[str] = []
+        for _ in range(N_ITEMS + 2):
+            result = await paged.list_input_items(
+                "resp_p", after=None, before=cursor, limit=limit, order=order
+            )
+            assert result is not None
+            page, has_more = result
+            ids = [i.item_id for i in page]
+            assert ids == sorted(ids, reverse=order == "desc")
+            seen = ids + seen
+            if not has_more:
+                break
+            assert len(page) == limit
+            cursor = page[0].item_id
+        assert seen == expected[:-1], f"limit={limit}"
 
 
 async def test_input_items_page_edges(paged: Store) -> None:
@@ -144,7 +151,9 @@ async def test_input_items_page_edges(paged: Store) -> None:
     # Both cursors: the items strictly between them.
     page = await paged.list_input_items("resp_p", after="msg_0010", before="msg_0020", limit=100, order="asc")
     assert page is not None and [i.item_id for i in page[0]] == _ids(range(11, 20)) and page[1] is False
-    page = await paged.list_input_items("resp_p", after="msg_0020", before="msg_0010", limit=100, order="desc")
+    page = await paged.list_input_items(
+        "resp_p", after="msg_0020", before="msg_0010", limit=100, order="desc"
+    )
     assert page is not None and [i.item_id for i in page[0]] == _ids(range(19, 10, -1)) and page[1] is False
 
     # The last item has nothing after it.
@@ -157,7 +166,8 @@ async def test_input_items_unknown_cursor_is_none(paged: Store) -> None:
         assert await paged.list_input_items("resp_p", limit=20, order="asc", **kwargs) is None
     # A cursor that is another response's item is unknown here.
     assert (
-        await paged.list_input_items("resp_p", after="msg_foreign", before=None, limit=20, order="desc") is None
+        await paged.list_input_items("resp_p", after="msg_foreign", before=None, limit=20, order="desc")
+        is None
     )
     assert await paged.list_input_items("resp_none", after=None, before=None, limit=20, order="desc") == (
         [],
@@ -201,14 +211,21 @@ async def test_write_with_items_status_and_write_now(store: Store) -> None:
     assert got is not None and got.status == "in_progress"
     assert [i.output_index for i in await store.output_items("resp_1")] == [0]
     every = await store.output_items("resp_1", included_only=False)
-    assert [(i.output_index, i.status, i.included) for i in every] == [(0, "completed", True), (1, "incomplete", False)]
+    assert [(i.output_index, i.status, i.included) for i in every] == [
+        (0, "completed", True),
+        (1, "incomplete", False),
+    ]
     assert await store.max_output_index("resp_1") == 1
     assert await store.max_output_index("resp_missing") == -1
 
-    await store.write_now([Write("resp_1", "p1", events=[event(2)]), Write("resp_1", "p1", events=[event(3)])])
+    await store.write_now(
+        [Write("resp_1", "p1", events=[event(2)]), Write("resp_1", "p1", events=[event(3)])]
+    )
     assert await store.max_event_seq("resp_1") == 3
     with pytest.raises(LeaseLost):
-        await store.write_now([Write("resp_1", "p1", events=[event(4)]), Write("resp_1", "p2", events=[event(5)])])
+        await store.write_now(
+            [Write("resp_1", "p1", events=[event(4)]), Write("resp_1", "p2", events=[event(5)])]
+        )
     assert await store.max_event_seq("resp_1") == 3
 
 
@@ -296,7 +313,9 @@ async def test_unowned_write_is_not_fenced(store: Store) -> None:
 
 
 async def test_write_renews_the_writers_lease(store: Store) -> None:
-    await store.insert_response(response("resp_1", lease_owner="p1", lease_expires_at=time.time() + 1), [], [])
+    await store.insert_response(
+        response("resp_1", lease_owner="p1", lease_expires_at=time.time() + 1), [], []
+    )
     before = time.time()
     await store.submit(Write("resp_1", "p1", events=[event(0)]))
     row = await store.get_response("resp_1", None)
@@ -312,16 +331,25 @@ async def test_checkpoint_and_events_commit_atomically(store_factory: StoreFacto
     store = await store_factory(commit_window=0.05)
     await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
     await store.insert_response(owned("resp_2", "p1"), [], [event(0, "response.created")])
-    await store.submit(Write("resp_1", "p1", events=events(1, 3), checkpoint=checkpoint("cp_1", "resp_1", event_seq=2)))
+    await store.submit(
+        Write("resp_1", "p1", events=events(1, 3), checkpoint=checkpoint("cp_1", "resp_1", event_seq=2))
+    )
     original = await store.load_checkpoint("cp_1", "alice")
     assert original is not None and original.event_seq == 2
 
     # A write whose checkpoint cannot be stored (duplicate id) commits none of its events,
     # and its neighbour in the same batch still commits.
     bad = store.submit(
-        Write("resp_1", "p1", events=events(3, 6), checkpoint=checkpoint("cp_1", "resp_1", event_seq=5, data="{}"))
+        Write(
+            "resp_1",
+            "p1",
+            events=events(3, 6),
+            checkpoint=checkpoint("cp_1", "resp_1", event_seq=5, data="{}"),
+        )
     )
-    neighbour = store.submit(Write("resp_2", "p1", events=events(1, 4), checkpoint=checkpoint("cp_2", "resp_2")))
+    neighbour = store.submit(
+        Write("resp_2", "p1", events=events(1, 4), checkpoint=checkpoint("cp_2", "resp_2"))
+    )
     results = await asyncio.gather(bad, neighbour, return_exceptions=True)
     assert isinstance(results[0], StoreError)
     assert results[1] is None
@@ -333,17 +361,52 @@ async def test_checkpoint_and_events_commit_atomically(store_factory: StoreFacto
     assert await store.load_checkpoint("cp_2", "alice") is not None
 
     # The run can go on from where the database is.
-    await store.submit(Write("resp_1", "p1", events=events(3, 6), checkpoint=checkpoint("cp_3", "resp_1", event_seq=5)))
+    await store.submit(
+        Write("resp_1", "p1", events=events(3, 6), checkpoint=checkpoint("cp_3", "resp_1", event_seq=5))
+    )
     latest = await store.latest_checkpoint(user_id="alice", response_id="resp_1")
     assert latest is not None and latest.checkpoint_id == "cp_3" and latest.event_seq == 5
     assert [e.seq for e in await store.read_events("resp_1", -1)] == list(range(6))
+
+
+@pytest.mark.parametrize("max_batch", [256, 1], ids=["same-batch", "next-batch"])
+async def test_a_failed_write_fails_the_queued_writes_of_its_response(
+    store_factory: StoreFactory, max_batch: int
+) -> None:
+    """A write queued behind a failed one of the same response must not commit: its events would
+    leave a sequence gap and its checkpoint would be committed without the outputs before it."""
+    store = await store_factory(commit_window=0.05, max_batch=max_batch)
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.insert_response(owned("resp_2", "p1"), [], [event(0, "response.created")])
+    await store.submit(Write("resp_1", "p1", checkpoint=checkpoint("cp_0", "resp_1", event_seq=0)))
+
+    # Live delivery: events go out at once, the checkpoint follows before the first is answered.
+    bad = store.submit(Write("resp_1", "p1", events=events(1, 3), checkpoint=checkpoint("cp_0", "resp_1")))
+    later = store.submit(Write("resp_1", "p1", events=events(3, 5), checkpoint=checkpoint("cp_1", "resp_1")))
+    other = store.submit(Write("resp_2", "p1", events=events(1, 3)))
+    results = await asyncio.gather(bad, later, other, return_exceptions=True)
+    assert isinstance(results[0], StoreError)
+    assert isinstance(results[1], StoreError)
+    assert results[2] is None
+
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0]
+    assert await store.load_checkpoint("cp_1", "alice") is None
+    latest = await store.latest_checkpoint(user_id="alice", response_id="resp_1")
+    assert latest is not None and latest.checkpoint_id == "cp_0"
+    assert await store.max_event_seq("resp_2") == 2
+
+    # A write submitted once the failure is known (a recovery, a terminal event) commits.
+    await store.submit(Write("resp_1", "p1", events=events(1, 3)))
+    assert await store.max_event_seq("resp_1") == 2
 
 
 async def test_failing_events_commit_no_checkpoint(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
     # seq 0 already exists: the whole write is refused, checkpoint included.
     with pytest.raises(StoreError):
-        await store.submit(Write("resp_1", "p1", events=[event(0), event(1)], checkpoint=checkpoint("cp", "resp_1")))
+        await store.submit(
+            Write("resp_1", "p1", events=[event(0), event(1)], checkpoint=checkpoint("cp", "resp_1"))
+        )
     assert await store.load_checkpoint("cp", "alice") is None
     assert await store.max_event_seq("resp_1") == 0
 
@@ -470,8 +533,12 @@ async def test_latest_checkpoint_filters(store: Store) -> None:
             checkpoint("b1", "resp_1", lineage="conv", workflow_name="wf_b"),
         ],
     )
-    await _store_checkpoints(store, "resp_2", [checkpoint("a2", "resp_2", lineage="conv", workflow_name="wf_a")])
-    await _store_checkpoints(store, "resp_2", [checkpoint("x2", "resp_2", lineage="other", workflow_name="wf_a")])
+    await _store_checkpoints(
+        store, "resp_2", [checkpoint("a2", "resp_2", lineage="conv", workflow_name="wf_a")]
+    )
+    await _store_checkpoints(
+        store, "resp_2", [checkpoint("x2", "resp_2", lineage="other", workflow_name="wf_a")]
+    )
 
     async def latest(**kw: str) -> str | None:
         row = await store.latest_checkpoint(user_id="alice", **kw)
@@ -486,7 +553,10 @@ async def test_latest_checkpoint_filters(store: Store) -> None:
     assert await latest(lineage="nope") is None
     ids = [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="conv")]
     assert ids == ["a1", "b1", "a2"]
-    ids = [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="conv", workflow_name="wf_a")]
+    ids = [
+        c.checkpoint_id
+        for c in await store.list_checkpoints(user_id="alice", lineage="conv", workflow_name="wf_a")
+    ]
     assert ids == ["a1", "a2"]
 
 
@@ -495,7 +565,9 @@ async def test_checkpoints_are_scoped_by_user(store: Store) -> None:
     await store.insert_response(response("resp_m", "mallory"), [], [])
     cp = checkpoint("cp_a", "resp_a", user="alice", lineage="shared", event_seq=7)
     await _store_checkpoints(store, "resp_a", [cp])
-    await _store_checkpoints(store, "resp_m", [checkpoint("cp_m", "resp_m", user="mallory", lineage="shared")])
+    await _store_checkpoints(
+        store, "resp_m", [checkpoint("cp_m", "resp_m", user="mallory", lineage="shared")]
+    )
 
     loaded = await store.load_checkpoint("cp_a", "alice")
     assert loaded is not None
@@ -509,8 +581,12 @@ async def test_checkpoints_are_scoped_by_user(store: Store) -> None:
     assert loaded.created_at == pytest.approx(cp.created_at)
     assert await store.load_checkpoint("cp_a", "mallory") is None
     assert await store.load_checkpoint("cp_missing", "alice") is None
-    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="shared")] == ["cp_a"]
-    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="mallory", lineage="shared")] == ["cp_m"]
+    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="shared")] == [
+        "cp_a"
+    ]
+    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="mallory", lineage="shared")] == [
+        "cp_m"
+    ]
     assert await store.list_checkpoints(user_id="bob", lineage="shared") == []
 
     assert await store.delete_checkpoint("cp_a", "mallory") is False
@@ -524,9 +600,15 @@ async def test_checkpoints_are_scoped_by_user(store: Store) -> None:
 async def test_prune_keeps_newest_of_response_and_of_lineage(store: Store) -> None:
     for rid, user in (("resp_1", "alice"), ("resp_2", "alice"), ("resp_3", "alice"), ("resp_m", "mallory")):
         await store.insert_response(response(rid, user), [], [])
-    await _store_checkpoints(store, "resp_1", [checkpoint(f"r1_{k}", "resp_1", lineage="conv") for k in range(3)])
-    await _store_checkpoints(store, "resp_2", [checkpoint(f"r2_{k}", "resp_2", lineage="conv") for k in range(2)])
-    await _store_checkpoints(store, "resp_3", [checkpoint(f"r3_{k}", "resp_3", lineage="other") for k in range(2)])
+    await _store_checkpoints(
+        store, "resp_1", [checkpoint(f"r1_{k}", "resp_1", lineage="conv") for k in range(3)]
+    )
+    await _store_checkpoints(
+        store, "resp_2", [checkpoint(f"r2_{k}", "resp_2", lineage="conv") for k in range(2)]
+    )
+    await _store_checkpoints(
+        store, "resp_3", [checkpoint(f"r3_{k}", "resp_3", lineage="other") for k in range(2)]
+    )
     await _store_checkpoints(
         store, "resp_m", [checkpoint(f"m_{k}", "resp_m", user="mallory", lineage="conv") for k in range(2)]
     )
@@ -540,9 +622,15 @@ async def test_prune_keeps_newest_of_response_and_of_lineage(store: Store) -> No
     mallory = [c.checkpoint_id for c in await store.list_checkpoints(user_id="mallory", lineage="conv")]
     assert mallory == ["m_0", "m_1"]
 
-    assert await store.prune_checkpoints(user_id="alice", response_id="resp_2", lineage="conv") == 0
+    # Pruning the lineage's newest response leaves the lineage with its newest checkpoint only.
+    assert await store.prune_checkpoints(user_id="alice", response_id="resp_2", lineage="conv") == 1
+    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="conv")] == [
+        "r2_1"
+    ]
     assert await store.prune_checkpoints(user_id="alice", response_id="resp_3", lineage="other") == 1
-    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="other")] == ["r3_1"]
+    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="other")] == [
+        "r3_1"
+    ]
     assert await store.prune_checkpoints(user_id="alice", response_id="resp_none", lineage="none") == 0
 
 
@@ -550,7 +638,9 @@ async def test_prune_of_a_response_that_is_its_own_lineage(store: Store) -> None
     await store.insert_response(response("resp_1"), [], [])
     await _store_checkpoints(store, "resp_1", [checkpoint(f"cp_{k}", "resp_1") for k in range(4)])
     assert await store.prune_checkpoints(user_id="alice", response_id="resp_1", lineage="resp_1") == 3
-    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="resp_1")] == ["cp_3"]
+    assert [c.checkpoint_id for c in await store.list_checkpoints(user_id="alice", lineage="resp_1")] == [
+        "cp_3"
+    ]
 
 
 # -- leases ------------------------------------------------------------------------------
@@ -599,7 +689,7 @@ async def test_claim_expired_respects_limit_oldest_first(store: Store) -> None:
 async def test_concurrent_claimers_never_share_a_response(store_factory: StoreFactory) -> None:
     stores = [await store_factory(), await store_factory(), await store_factory()]
     seed = stores[0]
-    n, rounds = 40, 5
+    n, rounds = 30, 4
     for rnd in range(rounds):
         now = time.time()
         rids = [f"r{rnd}_{i:02d}" for i in range(n)]
@@ -777,6 +867,27 @@ async def test_pending_requests_answer_all_or_none(store: Store) -> None:
     assert [r.status for r in await store.pending_requests("resp_m", "mallory")] == ["pending"]
 
 
+async def test_release_answers_reopens_only_that_responses_answers(store: Store) -> None:
+    await store.insert_response(owned("resp_1", "p1"), [], [])
+    await store.insert_response(owned("resp_x", "p1"), [], [])
+    await store.submit(
+        Write("resp_1", "p1", pending=[pending("resp_1", "call_a"), pending("resp_1", "call_b")])
+    )
+    await store.submit(Write("resp_x", "p1", pending=[pending("resp_x", "call_a")]))
+    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_b"], "resp_2") == []
+    assert await store.answer_pending("resp_x", "alice", ["call_a"], "resp_3") == []
+
+    assert await store.release_answers("resp_2") == 2
+    rows = await store.pending_requests("resp_1", "alice")
+    assert [(r.status, r.answered_by) for r in rows] == [("pending", None), ("pending", None)]
+    assert [(r.status, r.answered_by) for r in await store.pending_requests("resp_x", "alice")] == [
+        ("answered", "resp_3")
+    ]
+    assert await store.release_answers("resp_2") == 0
+    # The same call can be answered again.
+    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_b"], "resp_4") == []
+
+
 async def test_concurrent_answers_only_one_wins(store_factory: StoreFactory) -> None:
     a, b = await store_factory(), await store_factory()
     await a.insert_response(owned("resp_1", "p1"), [], [])
@@ -812,7 +923,9 @@ async def test_conversation_responses_in_order(store: Store) -> None:
     for rid, at in (("resp_c", now + 3), ("resp_a", now + 1), ("resp_b", now + 2), ("resp_a2", now + 1)):
         await store.insert_response(response(rid, "alice", created_at=at, conversation_id="conv_1"), [], [])
     await store.insert_response(response("resp_x", "alice", created_at=now, conversation_id="conv_2"), [], [])
-    await store.insert_response(response("resp_m", "mallory", created_at=now, conversation_id="conv_1"), [], [])
+    await store.insert_response(
+        response("resp_m", "mallory", created_at=now, conversation_id="conv_1"), [], []
+    )
 
     got = [r.id for r in await store.conversation_responses("alice", "conv_1")]
     assert got == ["resp_a", "resp_a2", "resp_b", "resp_c"]

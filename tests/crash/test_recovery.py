@@ -1,0 +1,431 @@
+"""Crash-recovery regression tests: a real server subprocess, a real `kill -9`, a restart on the same
+database (SQLite and PostgreSQL), and the client-visible contract of DESIGN.md invariants 1-7.
+
+Each test is named after the scenario of issue 3 it covers.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from tests.crash.helpers import (
+    TERMINAL_EVENTS,
+    check_sequence,
+    countdown_ticks,
+    dump,
+    incomplete_indexes,
+    output_texts,
+    read_jsonl,
+    read_lines,
+    read_until,
+    sse_events,
+    wait_terminal,
+)
+
+pytestmark = pytest.mark.crash
+
+COUNTDOWN = "tests.apps.workflows:recording_countdown"
+SILENT_PREFIX = "tests.apps.workflows:silent_prefix"
+APPROVAL = "server.examples.approval:approval"
+
+
+def _tick_of(event: dict[str, Any]) -> str | None:
+    if event["type"] == "response.output_text.delta":
+        return event.get("delta")
+    if event["type"] == "response.output_item.done":
+        for part in event["item"].get("content", []) or []:
+            return part.get("text")
+    return None
+
+
+def _kill_predicate(kind: str, tick: str):  # type: ignore[no-untyped-def]
+    """When to pull the plug, relative to the events the client has seen."""
+
+    def stop(d: dict[str, Any], seen: list[dict[str, Any]]) -> bool:
+        if kind == "in_progress":
+            return d["type"] == "response.in_progress"
+        if kind == "delta":  # inside the superstep: right after the text arrived
+            return d["type"] == "response.output_text.delta" and d.get("delta") == tick
+        if kind == "item_done":  # between supersteps: the item (and its checkpoint) committed
+            return d["type"] == "response.output_item.done" and _tick_of(d) == tick
+        raise AssertionError(kind)
+
+    return stop
+
+
+def _resume_and_check(
+    client: Any, base_url: str, rid: str, before: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Reconnect with starting_after=last seen; check before+after is one consistent sequence."""
+    last = before[-1]["sequence_number"]
+    after = [dump(e) for e in client.responses.retrieve(rid, stream=True, starting_after=last)]
+    assert after, "nothing after the resume point"
+    assert after[0]["sequence_number"] == last + 1, (last, after[0]["sequence_number"])
+    combined = before + after
+    check_sequence(combined, label=f"{rid} (resumed):")
+    full = sse_events(base_url, rid)
+    check_sequence(full, label=f"{rid} (replay):")
+    # The live stream and a replay read the same rows.
+    assert [(e["sequence_number"], e["type"]) for e in full] == [
+        (e["sequence_number"], e["type"]) for e in combined
+    ]
+    # check_sequence also proves: no second response.created / response.in_progress after the kill.
+    return combined
+
+
+# region seed 000 -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("delivery", "kill_after", "tick", "n", "delay"),
+    [
+        pytest.param("live", "delta", "tick 6", 8, 0.3, id="live-inside_superstep-0.3"),
+        pytest.param("live", "item_done", "tick 5", 6, 0.3, id="live-between_supersteps-0.3"),
+        pytest.param("live", "delta", "tick 5", 8, 0.1, id="live-inside_superstep-0.1"),
+        pytest.param("durable", "item_done", "tick 5", 6, 0.3, id="durable-between_supersteps-0.3"),
+        pytest.param("live", "item_done", "tick 1", 3, 0.4, id="live-restore_finishes_workflow"),
+    ],
+)
+def test_seed000_countdown_kill_mid_run_resumes_every_tick_once(
+    server_factory: Any,
+    database_url: str,
+    tmp_path: Path,
+    delivery: str,
+    kill_after: str,
+    tick: str,
+    n: int,
+    delay: float,
+) -> None:
+    record = tmp_path / "run_calls.jsonl"
+    env = {"RECORD_RUN_CALLS": str(record)}
+    first = server_factory(database_url, app=COUNTDOWN, env=env, delivery=delivery).start()
+    stream = first.client().responses.create(
+        model="countdown", input=f"{n} delay={delay}", background=True, stream=True
+    )
+    before = read_until(stream, _kill_predicate(kill_after, tick))
+    first.kill()
+    rid = before[0]["response"]["id"]
+    assert before[-1]["type"] not in TERMINAL_EVENTS
+
+    second = server_factory(database_url, app=COUNTDOWN, env=env, delivery=delivery).start()
+    client = second.client()
+    final = wait_terminal(client, rid, timeout=60)
+    assert final.status == "completed", (final.status, final.error, second.log())
+    assert output_texts(final) == countdown_ticks(n)
+
+    combined = _resume_and_check(client, second.base_url, rid, before)
+    # Whatever the crash interrupted was closed incomplete and is not in the final output.
+    final_indexes = {
+        e["output_index"] for e in combined if e["type"] == "response.output_item.done"
+    } - incomplete_indexes(combined)
+    assert len(final_indexes) == n + 1
+    if delivery == "durable":
+        assert not incomplete_indexes(combined), "durable mode showed an event a crash took back"
+
+    calls = read_jsonl(record)
+    assert len(calls) >= 2, calls
+    assert calls[0]["checkpoint_id"] is None and calls[0]["has_messages"]
+    recovered = [c for c in calls[1:] if c["pid"] != calls[0]["pid"]]
+    assert recovered, f"recovery did not go through the subclass's run(): {calls}"
+    assert recovered[0]["checkpoint_id"], f"recovery run() without a checkpoint: {calls}"
+    assert len(recovered) == 1, f"recovered more than once: {calls}"
+
+
+def test_seed000_kill_before_first_output_restarts_from_stored_input(
+    server_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    """Killed before any output (maybe before any checkpoint): still every tick exactly once."""
+    record = tmp_path / "run_calls.jsonl"
+    env = {"RECORD_RUN_CALLS": str(record)}
+    first = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    stream = first.client().responses.create(model="c", input="3 delay=0.4", background=True, stream=True)
+    before = read_until(stream, _kill_predicate("in_progress", ""))
+    first.kill()
+    rid = before[0]["response"]["id"]
+    second = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    client = second.client()
+    final = wait_terminal(client, rid)
+    assert final.status == "completed", (final.error, second.log())
+    assert output_texts(final) == countdown_ticks(3)
+    _resume_and_check(client, second.base_url, rid, before)
+    calls = read_jsonl(record)
+    assert len(calls) == 2, calls
+
+
+# endregion
+
+# region seed 002 -------------------------------------------------------------------------------
+
+
+def _function_call(response: Any) -> dict[str, Any]:
+    calls = [i for i in dump(response)["output"] if i.get("type") == "function_call"]
+    assert len(calls) == 1, dump(response)
+    return calls[0]
+
+
+@pytest.mark.parametrize("link", ["previous_response_id", "conversation"])
+def test_seed002_approval_survives_compute_recreation(
+    server_factory: Any, database_url: str, tmp_path: Path, link: str
+) -> None:
+    first = server_factory(database_url, app=APPROVAL, workdir=tmp_path / "compute-1").start()
+    extra: dict[str, Any] = {}
+    if link == "conversation":
+        extra = {"extra_body": {"conversation": f"conv_{random.getrandbits(64):016x}crashtest"}}
+    turn1 = first.client().responses.create(model="approval", input="Deploy to production", **extra)
+    assert turn1.status == "completed", dump(turn1)
+    call = _function_call(turn1)
+    assert call["call_id"]
+    first.kill()
+
+    # Compute recreated: a fresh working directory; only the database survives.
+    second = server_factory(database_url, app=APPROVAL, workdir=tmp_path / "compute-2").start()
+    assert not (tmp_path / "compute-2" / "data").exists() or not any(
+        (tmp_path / "compute-2" / "data").iterdir()
+    )
+    client = second.client()
+    link_kw: dict[str, Any] = {"previous_response_id": turn1.id} if link == "previous_response_id" else extra
+    # A reply to an unknown call_id: a clear 400, never a restart from the entry executor.
+    with pytest.raises(openai.BadRequestError) as unknown:
+        client.responses.create(
+            model="approval",
+            input=[{"type": "function_call_output", "call_id": "call_does_not_exist", "output": "approve"}],
+            **link_kw,
+        )
+    assert "call" in str(unknown.value).lower()
+    # The real call is still answerable: the bad reply neither consumed nor restarted anything.
+    turn2 = client.responses.create(
+        model="approval",
+        input=[{"type": "function_call_output", "call_id": call["call_id"], "output": "approve"}],
+        **link_kw,
+    )
+    assert turn2.status == "completed", (dump(turn2), second.log())
+    assert output_texts(turn2) == ["Completed with decision: approve"]
+    assert not [i for i in dump(turn2)["output"] if i.get("type") == "function_call"], "workflow restarted"
+    if link == "previous_response_id":
+        # Already answered: also a clear 4xx (409 here), never a restart from the entry executor.
+        with pytest.raises(openai.APIStatusError) as again:
+            client.responses.create(
+                model="approval",
+                input=[{"type": "function_call_output", "call_id": call["call_id"], "output": "approve"}],
+                previous_response_id=turn1.id,
+            )
+        assert 400 <= again.value.status_code < 500, again.value
+
+
+# endregion
+
+# region seed 003 -------------------------------------------------------------------------------
+
+
+def test_seed003_silent_prefix_killed_before_first_output_is_not_rerun(
+    server_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.txt"
+    env = {"RECORD_STEPS": str(steps), "STEP_DELAY_SECONDS": "0.7"}
+    first = server_factory(database_url, app=SILENT_PREFIX, env=env).start()
+    rid = first.client().responses.create(model="s", input="go", background=True).id
+    deadline = time.monotonic() + 20
+    while read_lines(steps) != ["silent_1"]:
+        assert time.monotonic() < deadline, read_lines(steps)
+        time.sleep(0.02)
+    time.sleep(0.25)  # silent_1's checkpoint commits; silent_2 is still sleeping
+    first.kill()
+    assert read_lines(steps) == ["silent_1"]
+
+    second = server_factory(database_url, app=SILENT_PREFIX, env=env).start()
+    client = second.client()
+    final = wait_terminal(client, rid)
+    assert final.status == "completed", (final.error, second.log())
+    assert output_texts(final) == ["out 1", "out 2", "done"]
+    assert read_lines(steps) == ["silent_1", "silent_2"], "the silent prefix ran again"
+    events = sse_events(second.base_url, rid)
+    check_sequence(events, label=rid)
+    assert not incomplete_indexes(events)
+
+
+def test_seed003_two_outputs_in_one_superstep_interrupted_after_the_first(
+    server_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.txt"
+    env = {"RECORD_STEPS": str(steps), "STEP_DELAY_SECONDS": "0.5"}
+    first = server_factory(database_url, app=SILENT_PREFIX, env=env).start()
+    stream = first.client().responses.create(model="s", input="go", background=True, stream=True)
+    before = read_until(
+        stream, lambda d, s: d["type"] == "response.output_text.delta" and d.get("delta") == "out 1"
+    )
+    first.kill()
+    rid = before[0]["response"]["id"]
+    first_index = before[-1]["output_index"]
+
+    second = server_factory(database_url, app=SILENT_PREFIX, env=env).start()
+    client = second.client()
+    final = wait_terminal(client, rid)
+    assert final.status == "completed", (final.error, second.log())
+    assert output_texts(final) == ["out 1", "out 2", "done"]
+    combined = _resume_and_check(client, second.base_url, rid, before)
+    # live: the item the crash interrupted is closed incomplete and left out of the final output.
+    assert first_index in incomplete_indexes(combined)
+    interrupted_id = before[-1]["item_id"]
+    assert interrupted_id not in {i["id"] for i in dump(final)["output"]}
+    assert read_lines(steps) == ["silent_1", "silent_2"], "the silent prefix ran again"
+
+
+# endregion
+
+# region foreground and cancel -----------------------------------------------------------------
+
+
+def test_foreground_stream_killed_mid_run_ends_failed_suggesting_background(
+    server_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    env = {"RECORD_RUN_CALLS": str(tmp_path / "calls.jsonl")}
+    first = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    stream = first.client().responses.create(model="c", input="8 delay=0.3", stream=True)
+    before = read_until(stream, _kill_predicate("item_done", "tick 6"))
+    first.kill()
+    rid = before[0]["response"]["id"]
+    second = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    client = second.client()
+    final = wait_terminal(client, rid, timeout=30)
+    assert final.status == "failed", dump(final)
+    assert final.error is not None and "background" in final.error.message.lower()
+    events = sse_events(second.base_url, rid)
+    check_sequence(events, label=rid)
+    # Committed events stay readable: everything the client saw is still there, unchanged.
+    assert [(e["sequence_number"], e["type"]) for e in events[: len(before)]] == [
+        (e["sequence_number"], e["type"]) for e in before
+    ]
+    assert output_texts(final) == ["tick 8", "tick 7", "tick 6"]
+    assert len(read_jsonl(tmp_path / "calls.jsonl")) == 1, "a foreground response was resumed"
+
+
+@pytest.mark.parametrize("when", ["before_takeover", "after_takeover"])
+def test_cancel_during_recovery_ends_cancelled_and_stops_the_workflow(
+    server_factory: Any, database_url: str, tmp_path: Path, when: str
+) -> None:
+    record = tmp_path / "calls.jsonl"
+    env = {"RECORD_RUN_CALLS": str(record)}
+    first = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    stream = first.client().responses.create(model="c", input="20 delay=0.3", background=True, stream=True)
+    before = read_until(stream, _kill_predicate("item_done", "tick 18"))
+    first.kill()
+    rid = before[0]["response"]["id"]
+    second = server_factory(database_url, app=COUNTDOWN, env=env).start()
+    client = second.client()
+    if when == "after_takeover":
+        deadline = time.monotonic() + 20
+        while len(read_jsonl(record)) < 2:
+            assert time.monotonic() < deadline, second.log()
+            time.sleep(0.05)
+        time.sleep(0.4)
+    cancelled = client.responses.cancel(rid)
+    final = wait_terminal(client, rid, timeout=20)
+    assert final.status == "cancelled", (dump(cancelled), dump(final))
+    n_out = len(dump(final)["output"])
+    events = sse_events(second.base_url, rid)
+    check_sequence(events, label=rid)
+    time.sleep(1.2)  # 4 supersteps' worth: a still-running workflow would add events
+    again = sse_events(second.base_url, rid)
+    assert len(again) == len(events), "events after the terminal event"
+    assert len(dump(client.responses.retrieve(rid))["output"]) == n_out
+    texts = output_texts(final)
+    assert texts == countdown_ticks(20)[: len(texts)]
+    calls = read_jsonl(record)
+    assert len(calls) <= 2, calls
+    if when == "before_takeover":
+        # Cancelled before any process took it over: the workflow never restarted.
+        assert len(calls) in (1, 2), calls
+
+
+# endregion
+
+# region property and scale --------------------------------------------------------------------
+
+
+def test_random_kill_points_keep_every_response_consistent(
+    server_factory: Any, database_url: str, tmp_path: Path
+) -> None:
+    rng = random.Random(int(time.time()))
+    seed_note = f"random seed {rng.random()}"
+    iterations = int(os.environ.get("CRASH_PROPERTY_ITERATIONS", "3"))
+    srv = server_factory(database_url, app=COUNTDOWN).start()
+    for it in range(iterations):
+        client = srv.client()
+        jobs: dict[str, int] = {}
+        for _ in range(3):
+            n = rng.randint(2, 7)
+            delay = rng.choice([0.05, 0.1, 0.2, 0.3])
+            r = client.responses.create(model="c", input=f"{n} delay={delay}", background=True)
+            jobs[r.id] = n
+        time.sleep(rng.uniform(0.2, 2.0))
+        srv.kill()
+        srv = server_factory(database_url, app=COUNTDOWN).start()
+        client = srv.client()
+        for rid, n in jobs.items():
+            label = f"iteration {it} {rid} n={n} ({seed_note}):"
+            final = wait_terminal(client, rid, timeout=45)
+            assert final.status == "completed", (label, dump(final), srv.log())
+            assert output_texts(final) == countdown_ticks(n), label
+            check_sequence(sse_events(srv.base_url, rid), label=label)
+
+
+def test_recover_100_inflight_responses(server_factory: Any, database_url: str) -> None:
+    first = server_factory(database_url, app=COUNTDOWN).start()
+    client = first.client()
+
+    def create(_: int) -> str:
+        return client.responses.create(model="c", input="3 delay=0.5", background=True).id
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        ids = list(pool.map(create, range(100)))
+    first.kill()
+    restart = time.monotonic()
+    second = server_factory(database_url, app=COUNTDOWN).start()
+    client = second.client()
+    ready = time.monotonic() - restart
+
+    def snapshot(rid: str) -> tuple[str, int]:
+        d = dump(client.responses.retrieve(rid))
+        return d["status"], len(d["output"])
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        base = dict(zip(ids, pool.map(snapshot, ids), strict=True))
+    pending = [rid for rid in ids if base[rid][0] not in ("completed", "failed", "cancelled")]
+    first_resumed: float | None = None
+    deadline = time.monotonic() + 120
+    lock = threading.Lock()
+    while first_resumed is None and pending and time.monotonic() < deadline:
+        for rid in pending[:10]:
+            if snapshot(rid) != base[rid]:
+                with lock:
+                    first_resumed = time.monotonic() - restart
+                break
+        else:
+            time.sleep(0.05)
+    finals = {}
+    for rid in ids:
+        finals[rid] = wait_terminal(client, rid, timeout=max(5.0, deadline - time.monotonic()))
+    total = time.monotonic() - restart
+    bad = {rid: (f.status, f.error) for rid, f in finals.items() if f.status != "completed"}
+    assert not bad, (bad, second.log())
+    for rid, f in finals.items():
+        assert output_texts(f) == countdown_ticks(3), rid
+    for rid in ids[:10]:
+        check_sequence(sse_events(second.base_url, rid), label=rid)
+    print(
+        f"\n[{database_url.split(':')[0]}] 100 in-flight: {len(pending)} unfinished at restart; "
+        f"server ready {ready:.2f}s; first resumed event {first_resumed if first_resumed is None else round(first_resumed, 2)}s "
+        f"after restart (lease 2 s); all done {total:.2f}s"
+    )
+
+
+# endregion

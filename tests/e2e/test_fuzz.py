@@ -1,0 +1,182 @@
+"""Property test: POST /responses with thousands of generated bodies never yields a 5xx, and every
+4xx carries the standard error body. One server on SQLite (module scoped) for speed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ServerProcess
+from tests.e2e.helpers import assert_error_shape
+
+FIELDS = [
+    "model",
+    "input",
+    "stream",
+    "background",
+    "store",
+    "previous_response_id",
+    "conversation",
+    "tools",
+    "tool_choice",
+    "metadata",
+    "instructions",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "text",
+    "truncation",
+    "user",
+    "reasoning",
+    "include",
+    "stream_options",
+]
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    work = tmp_path_factory.mktemp("fuzz")
+    srv = ServerProcess(database_url=f"sqlite:///{work / 'db' / 'fuzz.db'}", app=None, workdir=work).start()
+    try:
+        yield srv
+    finally:
+        srv.kill()
+
+
+# Any code point, lone surrogates and NUL included.
+any_text = st.text(st.characters(exclude_categories=()), max_size=20)
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    any_text,
+    st.sampled_from(
+        ["", "resp_abc", "message", "user", "function_call_output", "input_text", "\x00", "\ud800"]
+    ),
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(
+            st.one_of(st.text(max_size=10), st.sampled_from([*FIELDS, "type", "role", "content", "call_id"])),
+            children,
+            max_size=4,
+        ),
+    ),
+    max_leaves=12,
+)
+
+text_part = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["input_text", "output_text", "input_image", "bogus"]),
+        "text": st.text(max_size=20),
+    }
+)
+message_item = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "system", "developer", "tool", "x"]),
+        "content": st.one_of(st.text(min_size=1, max_size=20), st.lists(text_part, min_size=1, max_size=3)),
+    },
+    optional={
+        "type": st.sampled_from(["message", "function_call_output", "item_reference", "nope"]),
+        "id": st.text(max_size=12),
+    },
+)
+fco_item = st.fixed_dictionaries(
+    {
+        "type": st.just("function_call_output"),
+        "call_id": st.text(max_size=12),
+        "output": st.one_of(st.text(max_size=10), json_values),
+    }
+)
+awkward_text = st.sampled_from(["lone \ud800", "\udfff", "nul \x00 char", "\U0001f600", "\ufeff"])
+valid_input = st.one_of(
+    st.text(min_size=1, max_size=40),
+    any_text,
+    awkward_text,
+    st.lists(st.one_of(message_item, fco_item), min_size=1, max_size=4),
+)
+tool = st.fixed_dictionaries(
+    {"type": st.sampled_from(["function", "web_search", "custom"]), "name": st.text(max_size=12)},
+    optional={"parameters": json_values, "description": st.text(max_size=10), "strict": st.booleans()},
+)
+base_body = st.fixed_dictionaries(
+    {"model": st.sampled_from(["m", "echo"]), "input": valid_input},
+    optional={
+        "stream": st.booleans(),
+        "background": st.just(False),
+        "store": st.booleans(),
+        "instructions": st.text(max_size=20),
+        "metadata": st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3),
+        "tools": st.lists(tool, max_size=2),
+        "temperature": st.floats(0, 2),
+        "max_output_tokens": st.integers(1, 1000),
+        "conversation": st.one_of(st.text(max_size=12), st.fixed_dictionaries({"id": st.text(max_size=12)})),
+        "previous_response_id": st.sampled_from(["resp_doesnotexist", "bad id", ""]),
+    },
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> Any:
+    body = dict(draw(base_body))
+    action = draw(st.sampled_from(["replace", "add", "remove", "none"]))
+    if action == "replace":
+        body[draw(st.sampled_from(FIELDS))] = draw(json_values)
+    elif action == "add":
+        body[draw(st.text(min_size=1, max_size=12))] = draw(json_values)
+    elif action == "remove" and body:
+        body.pop(draw(st.sampled_from(sorted(body))))
+    return body
+
+
+STATUSES: dict[int, int] = {}
+
+bodies = st.one_of(json_values, mutated(), mutated())
+
+
+def encode(body: Any) -> bytes:
+    # ensure_ascii escapes lone surrogates; allow_nan lets NaN/Infinity reach the server.
+    return json.dumps(body, ensure_ascii=True, allow_nan=True).encode()
+
+
+@settings(
+    max_examples=2000,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+@given(body=bodies)
+def _property(client: httpx.Client, body: Any) -> None:
+    r = client.post("/responses", content=encode(body), headers={"content-type": "application/json"})
+    STATUSES[r.status_code] = STATUSES.get(r.status_code, 0) + 1
+    assert r.status_code < 500, (r.status_code, r.text[:500], body)
+    if 400 <= r.status_code < 500:
+        assert_error_shape(r)
+    else:
+        assert r.status_code == 200, (r.status_code, r.text[:300])
+        if r.headers["content-type"].startswith("application/json"):
+            assert r.json()["object"] == "response"
+
+
+def test_fuzz_create(fuzz_server: ServerProcess) -> None:
+    with httpx.Client(base_url=fuzz_server.base_url, timeout=30) as client:
+        _property(client)
+        print("fuzz status counts:", dict(sorted(STATUSES.items())))
+        # Both the rejection and the success paths were exercised.
+        assert STATUSES.get(200, 0) > 50 and STATUSES.get(400, 0) > 50, STATUSES
+        # The server is still healthy afterwards.
+        assert client.get("/readiness").status_code == 200
+        ok = client.post("/responses", json={"model": "m", "input": "still fine"})
+        assert ok.status_code == 200 and ok.json()["status"] == "completed"

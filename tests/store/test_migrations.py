@@ -1,0 +1,237 @@
+"""Migrations and database URLs: the Alembic history is the schema, on both dialects.
+
+- upgrade head -> downgrade base -> upgrade head round-trips;
+- the migrated schema is exactly `server.store._tables.metadata` (alembic `compare_metadata`);
+- `check_schema` refuses an out-of-date database with a message that names the command;
+- concurrent `migrate` runs against one fresh database both succeed and apply the schema once;
+- user database URLs normalize to their async driver forms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection
+
+from server.store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url, open_database
+from server.store._engine import sync_engine_for_migrations
+from server.store._tables import ALL_TABLES, metadata
+from server.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
+
+from .conftest import PgServer
+
+REPO = Path(__file__).resolve().parents[2]
+TABLES = sorted(table.name for table in ALL_TABLES)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server_of(request: pytest.FixtureRequest) -> PgServer | None:
+    # Sync on purpose: getfixturevalue cannot set up an async fixture from a running loop.
+    return None if request.param == "sqlite" else request.getfixturevalue("pg_server")
+
+
+@pytest.fixture
+async def empty_url(server_of: PgServer | None, tmp_path: Path) -> AsyncIterator[str]:
+    """An empty database (no schema, no alembic_version) of either dialect."""
+    if server_of is None:
+        yield f"sqlite:///{tmp_path / 'migrate.db'}"
+        return
+    async with server_of.fresh_database() as url:
+        yield url
+
+
+async def _run_sync(url: str, fn: Any) -> Any:
+    engine = sync_engine_for_migrations(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(fn)
+    finally:
+        await engine.dispose()
+
+
+def _table_names(conn: Connection) -> list[str]:
+    return sorted(inspect(conn).get_table_names())
+
+
+def _schema_diff(conn: Connection) -> list[Any]:
+    ctx = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+    return list(compare_metadata(ctx, metadata))
+
+
+def _version_rows(conn: Connection) -> list[str]:
+    return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version")).all()]
+
+
+async def test_upgrade_downgrade_upgrade(empty_url: str) -> None:
+    head = head_revision()
+    assert await asyncio.to_thread(current_revision, empty_url) is None
+    assert await asyncio.to_thread(upgrade, empty_url) == (None, head)
+    assert await _run_sync(empty_url, _table_names) == sorted([*TABLES, "alembic_version"])
+
+    await asyncio.to_thread(downgrade, empty_url, "base")
+    assert await asyncio.to_thread(current_revision, empty_url) is None
+    assert await _run_sync(empty_url, _table_names) == ["alembic_version"]
+
+    assert await asyncio.to_thread(upgrade, empty_url) == (None, head)
+    assert await _run_sync(empty_url, _table_names) == sorted([*TABLES, "alembic_version"])
+    assert await _run_sync(empty_url, _schema_diff) == []
+
+
+async def test_migrated_schema_matches_metadata(empty_url: str) -> None:
+    await asyncio.to_thread(upgrade, empty_url)
+    assert await _run_sync(empty_url, _schema_diff) == []
+
+
+async def test_upgrade_twice_is_a_noop(empty_url: str) -> None:
+    head = head_revision()
+    assert await asyncio.to_thread(upgrade, empty_url) == (None, head)
+    # Rows survive a second run: nothing is dropped or recreated.
+    store = Store.open(empty_url)
+    await store.start()
+    try:
+        await store.ensure_conversation("alice", "conv_1")
+        assert await asyncio.to_thread(upgrade, empty_url) == (head, head)
+        assert await _run_sync(empty_url, _version_rows) == [head]
+        assert [r.id for r in await store.conversation_responses("alice", "conv_1")] == []
+        assert await _run_sync(
+            empty_url, lambda c: c.execute(text("SELECT id FROM conversations")).all()
+        ) == [("conv_1",)]
+    finally:
+        await store.close()
+
+
+async def test_check_schema_names_the_migrate_command(empty_url: str) -> None:
+    url = empty_url
+    if url.startswith("postgresql://postgres@"):
+        # Trust auth ignores the password; the message must not show it.
+        url = url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-pw@")
+    with pytest.raises(SchemaOutOfDate) as info:
+        await asyncio.to_thread(check_schema, url)
+    message = str(info.value)
+    assert "durable-responses migrate" in message
+    assert head_revision() in message
+    assert "s3cret-pw" not in message
+
+    await asyncio.to_thread(upgrade, url)
+    await asyncio.to_thread(check_schema, url)
+
+    await asyncio.to_thread(downgrade, url, "base")
+    with pytest.raises(SchemaOutOfDate, match="durable-responses migrate"):
+        await asyncio.to_thread(check_schema, url)
+
+
+async def _migrate_in_subprocess(url: str) -> tuple[int, str]:
+    # Processes, not threads: alembic.context is a process-global proxy, and real deployments
+    # race separate containers.
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from server.store.migrate import upgrade; print(upgrade(sys.argv[1]))",
+        url,
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(errors="replace")
+
+
+async def test_concurrent_upgrades_apply_the_schema_once(empty_url: str) -> None:
+    head = head_revision()
+    results = await asyncio.gather(*(_migrate_in_subprocess(empty_url) for _ in range(2)))
+    for rc, out in results:
+        assert rc == 0, out
+        # (revision before, revision after): "before" is read ahead of the migration lock, so
+        # several runs may report None; had two of them both applied 0001, one would have failed
+        # on CREATE TABLE of an existing table.
+        assert out.strip().splitlines()[-1].endswith(f"'{head}')"), out
+    assert await _run_sync(empty_url, _version_rows) == [head]
+    assert await _run_sync(empty_url, _schema_diff) == []
+    await asyncio.to_thread(check_schema, empty_url)
+
+
+async def test_postgres_url_forms_connect(pg_url: str) -> None:
+    """`postgres://` and libpq's `sslmode` work against a real server, not only on paper."""
+    rest = pg_url.split("://", 1)[1]
+    for url in (f"postgres://{rest}", f"postgresql+asyncpg://{rest}", f"postgresql://{rest}?sslmode=disable"):
+        store = Store.open(url)
+        await store.start()
+        try:
+            await store.ping()
+        finally:
+            await store.close()
+
+
+# -- database URLs -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("sqlite:///data/x.db", "sqlite+aiosqlite:///data/x.db"),
+        ("sqlite:////abs/x.db", "sqlite+aiosqlite:////abs/x.db"),
+        ("sqlite+aiosqlite:///x.db", "sqlite+aiosqlite:///x.db"),
+        ("sqlite+pysqlite:///x.db", "sqlite+aiosqlite:///x.db"),
+        ("postgresql://u@h/db", "postgresql+asyncpg://u@h/db"),
+        ("postgresql://u:pw@h:5433/db", "postgresql+asyncpg://u:pw@h:5433/db"),
+        ("postgres://u@h/db", "postgresql+asyncpg://u@h/db"),
+        ("postgresql+asyncpg://u@h/db", "postgresql+asyncpg://u@h/db"),
+        ("postgresql+psycopg2://u@h/db", "postgresql+asyncpg://u@h/db"),
+        ("  postgresql://u@h/db\n", "postgresql+asyncpg://u@h/db"),
+    ],
+)
+def test_normalize_url(raw: str, expected: str) -> None:
+    assert normalize_url(raw).render_as_string(hide_password=False) == expected
+
+
+def test_normalize_url_parts() -> None:
+    url = normalize_url("postgres://user:pw@db.example:6543/responses")
+    assert (url.drivername, url.username, url.password, url.host, url.port, url.database) == (
+        "postgresql+asyncpg",
+        "user",
+        "pw",
+        "db.example",
+        6543,
+        "responses",
+    )
+    assert normalize_url("sqlite:///data/x.db").database == "data/x.db"
+
+
+@pytest.mark.parametrize("mode", ["disable", "require", "verify-full"])
+def test_normalize_url_sslmode_becomes_ssl(mode: str) -> None:
+    url = normalize_url(f"postgresql://u@h/db?sslmode={mode}&application_name=dr")
+    assert dict(url.query) == {"ssl": mode, "application_name": "dr"}
+    assert dict(normalize_url(f"postgresql+asyncpg://u@h/db?ssl={mode}").query) == {"ssl": mode}
+
+
+@pytest.mark.parametrize(
+    ("raw", "hint"),
+    [
+        ("not a url", "sqlite:///"),
+        ("", "postgresql://"),
+        ("postgresql://u:hunter2@h:notaport/db", "postgresql://"),
+        ("mysql://u:hunter2@h/db", "unsupported database 'mysql'"),
+        ("http://example.com", "use sqlite or postgresql"),
+    ],
+)
+def test_bad_url_is_refused_helpfully(raw: str, hint: str) -> None:
+    with pytest.raises(BadDatabaseURL) as info:
+        normalize_url(raw)
+    message = str(info.value)
+    assert hint in message
+    assert "hunter2" not in message  # passwords never reach logs
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("raw", ["sqlite://", "sqlite:///:memory:"])
+def test_in_memory_sqlite_is_refused(raw: str) -> None:
+    with pytest.raises(BadDatabaseURL, match="in-memory"):
+        open_database(raw)
