@@ -65,7 +65,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     cfg = settings or HttpSettings()
     # Shutdown is ours, not sse-starlette's: on SIGTERM the host ends background streams at once
     # (their runs go on elsewhere) and lets foreground streams finish with their runs.
-    AppStatus.disable_automatic_graceful_drain()
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
 
     def user_of(request: Request) -> str:
         if cfg.api_key is not None:
