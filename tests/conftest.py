@@ -85,6 +85,10 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         )
         yield url
     finally:
+        # Servers on this database die first: a live pool would hold the DROP up.
+        for srv in list(RUNNING):
+            if srv.database_url == url:
+                srv.kill()
         drop_pg_database(url)
 
 
@@ -92,6 +96,9 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+RUNNING: list[ServerProcess] = []
 
 
 class ServerProcess:
@@ -148,6 +155,7 @@ class ServerProcess:
             cmd += ["--app", self.app]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        RUNNING.append(self)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -171,6 +179,8 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        if self in RUNNING:
+            RUNNING.remove(self)
 
     def terminate(self, timeout: float = 20) -> int:
         assert self.proc is not None
@@ -203,7 +213,7 @@ def server_factory(tmp_path: Path) -> Iterator[object]:
 
 
 @pytest.fixture
-def server(server_factory: object, database_url: str) -> Iterator[ServerProcess]:
+def server(database_url: str, server_factory: object) -> Iterator[ServerProcess]:
     """A running server on the default example app (echo), one per dialect."""
     srv = server_factory(database_url).start()  # type: ignore[operator]
     yield srv

@@ -98,6 +98,7 @@ class ResponseRun:
         self.storage: Any = None
         self.on_finished: list[Callable[[ResponseRun], None]] = []
         self.queued = False  # a background response still `queued`: announce in_progress first
+        self._end_task: asyncio.Future[None] | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -106,23 +107,30 @@ class ResponseRun:
         return self.task
 
     def stop(self, kind: str, message: str = "") -> None:
-        """Stop the run; `abandon` leaves the response to recovery (shutdown, lost lease)."""
-        if self.stop_reason is None:
-            self.stop_reason = StopRun(kind, message)
+        """Stop the run; `abandon` leaves the response to recovery (shutdown, lost lease).
+
+        Only the first stop counts, and the task is cancelled once: a second cancellation would
+        land in the middle of recording the end.
+        """
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = StopRun(kind, message)
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
     # -- the run ------------------------------------------------------------------------
 
     async def execute(self) -> None:
+        ending: Any = None
         try:
             await self._drive()
+            ending = self._end_completed()
         except asyncio.CancelledError:
             reason = self.stop_reason
             if reason is None or reason.kind == "abandon":
                 self._finished()
                 raise
-            await asyncio.shield(self._end_after_stop(reason))
+            ending = self._end_after_stop(reason)
         except LeaseLost:
             log.warning("response %s: lease lost, another process continues it", self.response_id)
         except Exception as exc:
@@ -130,9 +138,18 @@ class ResponseRun:
                 log.warning("response %s: lease lost, another process continues it", self.response_id)
             else:
                 log.exception("response %s failed", self.response_id)
-                await asyncio.shield(self._end_failed(exc))
-        else:
-            await asyncio.shield(self._end_completed())
+                ending = self._end_failed(exc)
+        if ending is not None:
+            # The end is recorded whatever happens to this task from now on (a late cancel).
+            end_task = asyncio.ensure_future(ending)
+            self._end_task = end_task
+            while not end_task.done():
+                try:
+                    await asyncio.shield(end_task)
+                except asyncio.CancelledError:
+                    continue
+            if end_task.exception() is not None:
+                log.error("response %s: could not record its end: %s", self.response_id, end_task.exception())
         self._finished()
 
     def _finished(self) -> None:
@@ -168,7 +185,10 @@ class ResponseRun:
             log.exception("response %s: could not record its failure", self.response_id)
 
     async def _end_completed(self) -> None:
-        await self._finish("completed", close_status="completed")
+        try:
+            await self._finish("completed", close_status="completed")
+        except LeaseLost:
+            log.warning("response %s: lease lost at the end; another process finishes it", self.response_id)
 
     async def _drive(self) -> None:
         if self.queued:

@@ -165,18 +165,6 @@ def test_v1_prefix_health_and_delete(server: ServerProcess) -> None:
 def test_cancel_running_background(
     request: pytest.FixtureRequest, database_url: str, server_factory: Any
 ) -> None:
-    if database_url.startswith("postgresql"):
-        request.applymarker(
-            pytest.mark.xfail(
-                reason=(
-                    "server bug (PostgreSQL, intermittent ~1 in 3): POST /responses/{id}/cancel on a running "
-                    "background countdown sometimes waits the full cancel_wait_seconds (10 s) and returns "
-                    "status in_progress; the response then stays in_progress (never finalized as cancelled), "
-                    "with nothing in the server log. SQLite always returns cancelled within ~0.2 s."
-                ),
-                strict=False,
-            )
-        )
     srv: ServerProcess = server_factory(database_url, COUNTDOWN).start()
     client = srv.client()
     for _ in range(4):
