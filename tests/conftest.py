@@ -67,13 +67,7 @@ def drop_pg_database(url: str) -> None:
     _pg_admin(f'DROP DATABASE IF EXISTS "{name}"')
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, migrated database of each dialect."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'db' / 'durable-responses.db'}"
-        yield url
-        return
+def _migrated_pg() -> Iterator[str]:
     url = new_pg_database()
     try:
         subprocess.run(
@@ -85,11 +79,26 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         )
         yield url
     finally:
-        # Servers on this database die first: a live pool would hold the DROP up.
         for srv in list(RUNNING):
             if srv.database_url == url:
                 srv.kill()
         drop_pg_database(url)
+
+
+@pytest.fixture
+def pg_database_url() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (for tests only PostgreSQL can run: replicas)."""
+    yield from _migrated_pg()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, migrated database of each dialect."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'db' / 'durable-responses.db'}"
+        yield url
+        return
+    yield from _migrated_pg()
 
 
 def free_port() -> int:

@@ -546,7 +546,9 @@ class Host:
                 if self.draining.is_set() and (run is None or run.background):
                     return  # shutting down: the client resumes elsewhere with Last-Event-ID
                 local = run is not None
-                woke = await sub.wait(None if local else self.settings.remote_poll_seconds)
+                # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
+                fallback = 5.0 if self.store.cross_process_wakeups else self.settings.remote_poll_seconds
+                woke = await sub.wait(None if local else fallback)
                 if not woke and not local:
                     row = await self.store.get_response(response_id, None)
                     if row is None:

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from sqlalchemy import and_, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -51,6 +51,8 @@ class Outbox:
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.commits = 0  # number of transactions, for benchmarks
+        # Set by the store on PostgreSQL: tells other replicas, inside the transaction.
+        self.cross_process_notify: Callable[[AsyncConnection, set[str]], Awaitable[None]] | None = None
         self.after_commit: list[object] = []
         # FIFO numbering: a write's number is its submission order (`_queued` at submit time).
         self._queued = 0
@@ -183,6 +185,8 @@ class Outbox:
     async def _commit(self, writes: list[Write]) -> None:
         async with self._db.writer.begin() as conn:
             await write_all(conn, writes, lease_seconds=self._lease_seconds)
+            if self.cross_process_notify is not None:
+                await self.cross_process_notify(conn, {w.response_id for w in writes})
         self.commits += 1
 
 

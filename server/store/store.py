@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from . import _pg_listen
 from . import _tables as t
 from ._engine import POSTGRESQL, Database, open_database
 from .notify import Notifier
@@ -61,6 +64,8 @@ class Store:
         self.dialect = db.dialect
         self.notifier = notifier or Notifier()
         self.lease_seconds = lease_seconds
+        self.instance = uuid.uuid4().hex
+        self._listener: _pg_listen.PgListener | None = None
         self.outbox = Outbox(
             db, self.notifier, commit_window=commit_window, max_batch=max_batch, lease_seconds=lease_seconds
         )
@@ -71,9 +76,26 @@ class Store:
 
     async def start(self) -> None:
         self.outbox.start()
+        if self.dialect == POSTGRESQL and self._listener is None:
+            instance = self.instance
+
+            async def tell_others(conn: AsyncConnection, ids: set[str]) -> None:
+                await _pg_listen.notify(conn, instance, ids)
+
+            self.outbox.cross_process_notify = tell_others
+            self._listener = _pg_listen.PgListener(self.db.url, self.notifier, instance)
+            self._listener.start()
+
+    @property
+    def cross_process_wakeups(self) -> bool:
+        """Whether relays of responses driven elsewhere are woken (PostgreSQL) or must poll."""
+        return self._listener is not None
 
     async def close(self) -> None:
         await self.outbox.close()
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         await self.db.dispose()
 
     async def ping(self) -> None:
