@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from agent_framework import Executor, Message, Workflow, WorkflowBuilder, WorkflowContext, handler
 
 
@@ -54,4 +56,53 @@ def steps() -> Workflow:
     b = WorkflowBuilder(name="steps", start_executor=start, output_from=[step])
     b.add_edge(start, step)
     b.add_edge(step, step)
+    return b.build()
+
+
+_DELAY_KEY = "ticks_delay_seconds"
+
+
+def _count_and_delay(messages: list[Message]) -> tuple[int, float]:
+    """Parse "N" or "N delay=D" (seconds) from the last message."""
+    text = messages[-1].text.strip() if messages else ""
+    count, delay = 3, 0.5
+    for part in text.split():
+        if part.startswith("delay="):
+            delay = float(part[len("delay=") :])
+        elif part.isdigit():
+            count = int(part)
+    return count, delay
+
+
+class _TicksStart(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="ticks_start")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[int]) -> None:
+        count, delay = _count_and_delay(messages)
+        ctx.set_state(_DELAY_KEY, delay)  # checkpointed: a resumed run keeps its pace
+        await ctx.send_message(count)
+
+
+class _Tick(Executor):
+    """Like `steps` but sleeps before each output (the recovery benchmark: runs stay in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="tick")
+
+    @handler
+    async def run(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+        await asyncio.sleep(float(ctx.get_state(_DELAY_KEY, 0.5)))
+        await ctx.yield_output(f"tick {n}")
+        if n > 1:
+            await ctx.send_message(n - 1)
+
+
+def ticks() -> Workflow:
+    """N supersteps ("N delay=D"), one output each, D seconds apart."""
+    start, tick = _TicksStart(), _Tick()
+    b = WorkflowBuilder(name="ticks", start_executor=start, output_from=[tick])
+    b.add_edge(start, tick)
+    b.add_edge(tick, tick)
     return b.build()

@@ -7,6 +7,7 @@ from .config import Settings
 from .http.app import HttpSettings, create_app
 from .runtime.apps import HostedApp
 from .runtime.checkpoint_storage import SqlCheckpointStorage
+from .runtime.context import RequestContext, request_context
 from .runtime.host import Host, HostSettings
 from .store import Store
 
@@ -17,9 +18,11 @@ __all__ = [
     "HostSettings",
     "HostedApp",
     "HttpSettings",
+    "RequestContext",
     "Settings",
     "SqlCheckpointStorage",
     "Store",
     "__version__",
     "create_app",
+    "request_context",
 ]

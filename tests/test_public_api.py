@@ -7,11 +7,13 @@ EXPECTED = {
     "HostSettings",
     "HostedApp",
     "HttpSettings",
+    "RequestContext",
     "Settings",
     "SqlCheckpointStorage",
     "Store",
     "__version__",
     "create_app",
+    "request_context",
 }
 
 

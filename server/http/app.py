@@ -22,14 +22,17 @@ from typing import Any
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import errors
 from ..protocol.ids import is_valid_response_id, is_valid_user_id
 from ..protocol.request import parse_create_request, parse_list_params, parse_stream_params
 from ..protocol.response import deleted_body
+from ..runtime.context import RequestContext, set_request_context
 from ..runtime.host import Created, Host
 
 log = logging.getLogger("durable_responses.http")
@@ -154,6 +157,14 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 "Invalid x-agent-response-id header: use resp_ followed by letters, digits, _ or -.",
                 param="x-agent-response-id",
             )
+        set_request_context(
+            RequestContext(
+                user_id=user,
+                foundry_call_id=request.headers.get("x-agent-foundry-call-id"),
+                session_id=request.headers.get("x-agent-session-id"),
+                request_id=request.headers.get("x-request-id"),
+            )
+        )
         created = await host.create(user, req, chosen)
         return await respond(request, created)
 
@@ -246,9 +257,35 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         routes=routes,
         lifespan=lifespan,
         exception_handlers={404: not_found_handler, 405: method_not_allowed},
+        middleware=[Middleware(EchoRequestIds)],
     )
     app.state.host = host
     return app
+
+
+class EchoRequestIds:
+    """Echo `x-request-id` and `x-agent-foundry-call-id` on every response (for tracing)."""
+
+    _ECHO = (b"x-request-id", b"x-agent-foundry-call-id")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        echo = [(k, v) for k, v in scope["headers"] if k in self._ECHO]
+        if not echo:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_ids(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *echo]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_ids)
 
 
 async def _wait_disconnect(request: Request) -> None:

@@ -182,3 +182,22 @@ def two_outputs() -> Workflow:
 
 
 # endregion
+
+
+class _ContextEcho(Executor):
+    """Replies with what `server.request_context()` says about the request that started it."""
+
+    def __init__(self) -> None:
+        super().__init__(id="context_echo")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[None, str]) -> None:
+        from server import request_context
+
+        rc = request_context()
+        await ctx.yield_output(f"user={rc.user_id} call={rc.foundry_call_id} session={rc.session_id}")
+
+
+def context_echo() -> Workflow:
+    e = _ContextEcho()
+    return WorkflowBuilder(name="context_echo", start_executor=e, output_from=[e]).build()
