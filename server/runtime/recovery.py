@@ -29,6 +29,7 @@ from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
 from ..protocol.sse import dumps
 from ..store import Finish, ResponseRow
+from .context import RequestContext, set_request_context
 from .mapping import ClosedItem, reopen_from_events
 from .run import RunPlan
 from .sinks import SqlSink
@@ -114,6 +115,8 @@ class Recovery:
             row.id,
             f"checkpoint {own_cp.checkpoint_id}" if own_cp else "its stored input",
         )
+        # The run task copies this context: the app sees whose response it resumes.
+        set_request_context(RequestContext(user_id=row.user_id))
         host._make_run(
             row, req, plan, start_seq=sink.seq, next_index=next_index, status="in_progress", sink=sink
         )
