@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from agent_framework import Executor, Message, Workflow, WorkflowBuilder, WorkflowContext, handler
+
+# agent-framework stops a workflow after 100 supersteps by default: the cost-growth benchmark runs 1001.
+MAX_SUPERSTEPS = 100_000
 
 
 def _count(messages: list[Message], default: int) -> int:
@@ -53,7 +57,7 @@ class _Step(Executor):
 
 def steps() -> Workflow:
     start, step = _Start(), _Step()
-    b = WorkflowBuilder(name="steps", start_executor=start, output_from=[step])
+    b = WorkflowBuilder(name="steps", start_executor=start, output_from=[step], max_iterations=MAX_SUPERSTEPS)
     b.add_edge(start, step)
     b.add_edge(step, step)
     return b.build()
@@ -86,15 +90,20 @@ class _TicksStart(Executor):
 
 
 class _Tick(Executor):
-    """Like `steps` but sleeps before each output (the recovery benchmark: runs stay in flight)."""
+    """Like `steps` but sleeps before each output (the recovery benchmark: runs stay in flight).
+
+    Each output carries the wall-clock time its superstep started ("tick 2 t=1795960281.123"), so the
+    benchmark can tell from the final output which supersteps ran after a restart, on any host.
+    """
 
     def __init__(self) -> None:
         super().__init__(id="tick")
 
     @handler
     async def run(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+        started = time.time()
         await asyncio.sleep(float(ctx.get_state(_DELAY_KEY, 0.5)))
-        await ctx.yield_output(f"tick {n}")
+        await ctx.yield_output(f"tick {n} t={started:.3f}")
         if n > 1:
             await ctx.send_message(n - 1)
 
@@ -102,7 +111,7 @@ class _Tick(Executor):
 def ticks() -> Workflow:
     """N supersteps ("N delay=D"), one output each, D seconds apart."""
     start, tick = _TicksStart(), _Tick()
-    b = WorkflowBuilder(name="ticks", start_executor=start, output_from=[tick])
+    b = WorkflowBuilder(name="ticks", start_executor=start, output_from=[tick], max_iterations=MAX_SUPERSTEPS)
     b.add_edge(start, tick)
     b.add_edge(tick, tick)
     return b.build()

@@ -38,7 +38,9 @@ def main() -> None:
     ap.add_argument("--app", required=True, help="a workflow factory in bench/apps.py (burst, steps, ticks)")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--resilient", action="store_true", help="ResponsesServerOptions(resilient_background=True)")
+    ap.add_argument(
+        "--resilient", action="store_true", help="ResponsesServerOptions(resilient_background=True)"
+    )
     args = ap.parse_args()
 
     if not os.environ.get("AGENTSERVER_STATE_ROOT"):

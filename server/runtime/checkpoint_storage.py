@@ -43,14 +43,21 @@ class SqlCheckpointStorage:
         self._allowed = tuple(allowed_types)
         self._on_save = on_save
         self.saved: list[str] = []
+        self.failure: BaseException | None = None
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
-        data = encode_checkpoint(checkpoint)
-        if self._on_save is not None:
-            await self._on_save(checkpoint, data)
-        else:
-            row = self.row(checkpoint, data, event_seq=-1)
-            await self._store.write_now([Write(response_id=self.response_id, owner=None, checkpoint=row)])
+        try:
+            data = encode_checkpoint(checkpoint)
+            if self._on_save is not None:
+                await self._on_save(checkpoint, data)
+            else:
+                row = self.row(checkpoint, data, event_seq=-1)
+                await self._store.write_now([Write(response_id=self.response_id, owner=None, checkpoint=row)])
+        except BaseException as exc:
+            # The framework logs and ignores save errors; remember it so the run can stop.
+            if self.failure is None:
+                self.failure = exc
+            raise
         self.saved.append(checkpoint.checkpoint_id)
         return checkpoint.checkpoint_id
 

@@ -31,12 +31,14 @@ from ..protocol.response import build_response, list_body
 from ..protocol.sse import dumps, frame
 from ..store import (
     TERMINAL_STATUSES,
+    CheckpointRow,
     DuplicateResponse,
     EventRow,
     InputItemRow,
     ResponseRow,
     Store,
 )
+from ._af_private import CheckpointTypeRefused, decode_checkpoint
 from .apps import HostedApp
 from .mapping import ItemMapper
 from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
@@ -58,6 +60,7 @@ class HostSettings:
     shutdown_grace_seconds: float = 10.0
     remote_poll_seconds: float = 0.5
     cancel_wait_seconds: float = 10.0
+    max_recoveries: int = 10
 
 
 @dataclass
@@ -298,6 +301,7 @@ class Host:
             history = await self._history(user_id, req, rid)
             return RunPlan(messages=history + current, tools=tools)
         checkpoint_id: str | None = None
+        cp: CheckpointRow | None = None
         if req.previous_response_id:
             cp = await self.store.latest_checkpoint(user_id=user_id, response_id=req.previous_response_id)
             if cp is None:
@@ -326,7 +330,16 @@ class Host:
                     param="conversation",
                 )
             checkpoint_id = cp.checkpoint_id if cp is not None else None
+        if cp is not None:
+            self._check_decodable(cp.data)
         return RunPlan(messages=current, checkpoint_id=checkpoint_id, tools=tools)
+
+    def _check_decodable(self, data: str) -> None:
+        """Fail closed, before anything runs, on a checkpoint holding a type not allowed."""
+        try:
+            decode_checkpoint(data, allowed_types=self.settings.allowed_checkpoint_types)
+        except CheckpointTypeRefused as exc:
+            raise errors.unprocessable(str(exc), code="checkpoint_type_refused") from exc
 
     async def _history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
         """Prior turns' input and output, oldest first, for a plain agent."""
@@ -408,6 +421,7 @@ class Host:
             plan=plan,
             background=row.background,
             allowed_types=self.settings.allowed_checkpoint_types,
+            owner=self.owner,
         )
         run.queued = status == "queued"
         self.runs[row.id] = run

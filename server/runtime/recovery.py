@@ -79,6 +79,7 @@ class Recovery:
         host = self.host
         store = host.store
         req = CreateRequest.from_json_dict(json.loads(row.request))
+        store.outbox.forget(row.id)
         own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
         after = own_cp.event_seq if own_cp is not None else -1
         raw = await store.read_events(row.id, after, limit=1_000_000)
@@ -93,8 +94,20 @@ class Recovery:
             final = item.final("incomplete")
             sink.emit(ev.output_item_done(item.output_index, final))
             closed.append(ClosedItem(item.output_index, item.item_id, "incomplete", False, final))
-        if not row.background or row.cancel_requested:
-            await self._end(row, req, sink, closed)
+        if row.cancel_requested:
+            await self._end(row, req, sink, closed, status="cancelled", message=None)
+            return
+        if not row.background:
+            await self._end(row, req, sink, closed, status="failed", message=INTERRUPTED_FOREGROUND)
+            return
+        limit = host.settings.max_recoveries
+        if row.recovery_count > limit:
+            message = (
+                f"The response was taken over by recovery {row.recovery_count} times without finishing "
+                f"(limit {limit}); it is stopped so it cannot loop forever. Check the server logs for the "
+                "error that interrupts it, then retry the request."
+            )
+            await self._end(row, req, sink, closed, status="failed", message=message)
             return
         status = None
         if row.status == "queued":
@@ -122,13 +135,18 @@ class Recovery:
         )
 
     async def _end(
-        self, row: ResponseRow, req: CreateRequest, sink: SqlSink, closed: list[ClosedItem]
+        self,
+        row: ResponseRow,
+        req: CreateRequest,
+        sink: SqlSink,
+        closed: list[ClosedItem],
+        *,
+        status: str,
+        message: str | None,
     ) -> None:
-        """A foreground response interrupted by a crash fails; a cancelled one ends cancelled."""
+        """End a response recovery will not resume: cancelled, interrupted foreground, or looping."""
         output = [json.loads(o.data) for o in await self.host.store.output_items(row.id)]
-        cancelled = row.cancel_requested
-        status = "cancelled" if cancelled else "failed"
-        error = None if cancelled else {"code": "server_error", "message": INTERRUPTED_FOREGROUND}
+        error = None if message is None else {"code": "server_error", "message": message}
         response = build_response(
             req,
             response_id=row.id,

@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -44,6 +45,10 @@ class RunPlan:
     tools: list[Any] = field(default_factory=list)
 
 
+class CheckpointSaveFailed(Exception):
+    """The framework swallowed a failed `save()`; the host stops the run instead."""
+
+
 class StopRun(Exception):
     """Raised into a run to stop it; `kind` says how the response ends."""
 
@@ -72,7 +77,9 @@ class ResponseRun:
         allowed_types: tuple[str, ...] = (),
         prior_output: list[dict[str, Any]] | None = None,
         reader: Store | None = None,
+        owner: str = "",
     ) -> None:
+        self.owner = owner
         self.store = store
         self.reader = reader if reader is not None else store
         self.request = request
@@ -134,8 +141,20 @@ class ResponseRun:
         except LeaseLost:
             log.warning("response %s: lease lost, another process continues it", self.response_id)
         except Exception as exc:
-            if isinstance(self.sink.failure, LeaseLost):
+            failure = self.sink.failure
+            if isinstance(failure, LeaseLost):
                 log.warning("response %s: lease lost, another process continues it", self.response_id)
+            elif failure is not None:
+                # The database refused a write: what this run did since its last paired
+                # checkpoint is not durable, so it must not go on. Recovery resumes the response
+                # from that checkpoint once the database takes writes again.
+                log.error(
+                    "response %s: could not commit (%s); stopping the run and leaving the response "
+                    "to recovery from its newest paired checkpoint",
+                    self.response_id,
+                    failure,
+                )
+                await self._hand_over()
             else:
                 log.exception("response %s failed", self.response_id)
                 ending = self._end_failed(exc)
@@ -148,8 +167,11 @@ class ResponseRun:
                     await asyncio.shield(end_task)
                 except asyncio.CancelledError:
                     continue
+                except Exception:
+                    break  # inspected just below
             if end_task.exception() is not None:
                 log.error("response %s: could not record its end: %s", self.response_id, end_task.exception())
+                await self._hand_over()
         self._finished()
 
     def _finished(self) -> None:
@@ -160,35 +182,30 @@ class ResponseRun:
             except Exception:  # a callback must not turn a finished run into a failed one
                 log.exception("on_finished callback failed")
 
+    async def _hand_over(self) -> None:
+        if self.store is None:
+            return
+        with contextlib.suppress(Exception):
+            await self.store.release_lease(self.response_id, self.owner)
+
     async def _end_after_stop(self, reason: StopRun) -> None:
-        try:
-            if reason.kind == "cancelled":
-                await self._finish("cancelled", close_status="incomplete")
-            else:
-                await self._finish(
-                    "failed",
-                    close_status="incomplete",
-                    error={"code": "server_error", "message": reason.message or "The response was stopped."},
-                )
-        except Exception:
-            log.exception("response %s: could not record its end", self.response_id)
+        if reason.kind == "cancelled":
+            await self._finish("cancelled", close_status="incomplete")
+        else:
+            await self._finish(
+                "failed",
+                close_status="incomplete",
+                error={"code": "server_error", "message": reason.message or "The response was stopped."},
+            )
 
     async def _end_failed(self, exc: BaseException) -> None:
         message = f"The agent run failed: {type(exc).__name__}: {exc}"
-        if self.sink.failure is not None:
-            message = f"The response could not be stored: {self.sink.failure}"
-        try:
-            await self._finish(
-                "failed", close_status="incomplete", error={"code": "server_error", "message": message}
-            )
-        except Exception:
-            log.exception("response %s: could not record its failure", self.response_id)
+        await self._finish(
+            "failed", close_status="incomplete", error={"code": "server_error", "message": message}
+        )
 
     async def _end_completed(self) -> None:
-        try:
-            await self._finish("completed", close_status="completed")
-        except LeaseLost:
-            log.warning("response %s: lease lost at the end; another process finishes it", self.response_id)
+        await self._finish("completed", close_status="completed")
 
     async def _drive(self) -> None:
         if self.queued:
@@ -213,8 +230,7 @@ class ResponseRun:
         loop = asyncio.get_running_loop()
         last_pause = loop.time()
         async for update in stream:
-            if self.sink.failure is not None:
-                raise self.sink.failure
+            self._check_failures()
             self.mapper.feed(update)
             # An agent that is ahead of us hands over updates without ever suspending this
             # task; give the outbox writer and the relays a turn every couple of milliseconds
@@ -223,8 +239,15 @@ class ResponseRun:
             if now - last_pause > 0.002:
                 await asyncio.sleep(0)
                 last_pause = loop.time()
+        self._check_failures()
+
+    def _check_failures(self) -> None:
         if self.sink.failure is not None:
             raise self.sink.failure
+        failure = getattr(self.storage, "failure", None)
+        if failure is not None:
+            # A checkpoint that could not be encoded (e.g. a type not on the allow-list).
+            raise CheckpointSaveFailed(f"the workflow checkpoint could not be saved: {failure}") from failure
 
     def _make_storage(self) -> Any:
         if self.store is None:

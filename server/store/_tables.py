@@ -56,6 +56,8 @@ responses = Table(
     Column("cancel_requested", Boolean, nullable=False, default=False),
     Column("lease_owner", String(200), nullable=True),
     Column("lease_expires_at", Float, nullable=True),
+    # How many times recovery has taken this response over (a bound against resume loops).
+    Column("recovery_count", Integer, nullable=False, server_default="0"),
 )
 Index("ix_responses_active_lease", responses.c.status, responses.c.lease_expires_at)
 Index(
@@ -124,6 +126,8 @@ pending_requests = Table(
     Column("answered_by", String(128), nullable=True),
     Column("data", Text, nullable=False),
 )
+
+Index("ix_pending_requests_answered_by", pending_requests.c.answered_by)
 
 conversations = Table(
     "conversations",

@@ -51,6 +51,7 @@ class Outbox:
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.commits = 0  # number of transactions, for benchmarks
+        self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
         # Set by the store on PostgreSQL: tells other replicas, inside the transaction.
         self.cross_process_notify: Callable[[AsyncConnection, set[str]], Awaitable[None]] | None = None
         self.after_commit: list[object] = []
@@ -182,7 +183,43 @@ class Outbox:
         # Wake relays so they re-read the truth from the database.
         self._notifier.publish_many({w.response_id for w in writes})
 
+    def forget(self, response_id: str) -> None:
+        """A response changed hands (recovery claimed it): its sequence restarts from the store."""
+        self._last_seq.pop(response_id, None)
+
+    def _check_continuity(self, writes: list[Write]) -> dict[str, int | None]:
+        """Refuse a write whose events do not follow the last ones committed (invariant 4).
+
+        After a failed write, nothing later of that response can commit from this process
+        until recovery re-reads its position: a gap can never appear in a response's sequence.
+        """
+        last: dict[str, int | None] = {}
+        for w in writes:
+            if not w.events:
+                continue
+            rid = w.response_id
+            expected = last[rid] if rid in last else self._last_seq.get(rid)
+            first = w.events[0].seq
+            if expected is not None and first != expected + 1:
+                raise StoreError(
+                    f"response {rid}: event {first} does not follow the last committed event {expected}"
+                )
+            last[rid] = w.events[-1].seq
+        for w in writes:
+            if w.finish is not None:
+                last[w.response_id] = None  # finished: stop tracking
+        return last
+
     async def _commit(self, writes: list[Write]) -> None:
+        advanced = self._check_continuity(writes)
+        await self._commit_unchecked(writes)
+        for rid, seq in advanced.items():
+            if seq is None:
+                self._last_seq.pop(rid, None)
+            else:
+                self._last_seq[rid] = seq
+
+    async def _commit_unchecked(self, writes: list[Write]) -> None:
         async with self._db.writer.begin() as conn:
             await write_all(conn, writes, lease_seconds=self._lease_seconds)
             if self.cross_process_notify is not None:

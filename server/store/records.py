@@ -33,6 +33,7 @@ class ResponseRow:
     cancel_requested: bool = False
     lease_owner: str | None = None
     lease_expires_at: float | None = None
+    recovery_count: int = 0
 
 
 @dataclass(slots=True, frozen=True)

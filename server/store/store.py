@@ -315,7 +315,11 @@ class Store:
             stmt = (
                 update(t.responses)
                 .where(and_(c.id.in_(ids), expired))
-                .values(lease_owner=owner, lease_expires_at=now + self.lease_seconds)
+                .values(
+                    lease_owner=owner,
+                    lease_expires_at=now + self.lease_seconds,
+                    recovery_count=c.recovery_count + 1,
+                )
                 .returning(*t.responses.c)
             )
             rows = (await conn.execute(stmt)).all()
@@ -334,6 +338,16 @@ class Store:
         )
         async with self.db.writer.begin() as conn:
             return {r[0] for r in (await conn.execute(stmt)).all()}
+
+    async def release_lease(self, response_id: str, owner: str) -> None:
+        """Let recovery (any process, this one included) take this response at once."""
+        c = t.responses.c
+        async with self.db.writer.begin() as conn:
+            await conn.execute(
+                update(t.responses)
+                .where(and_(c.id == response_id, c.lease_owner == owner, c.status.in_(ACTIVE_STATUSES)))
+                .values(lease_expires_at=0.0)
+            )
 
     async def release_leases(self, owner: str) -> None:
         """Let other processes recover our in-flight responses at once (graceful shutdown)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from dataclasses import dataclass
 from typing import Any, Never
 
 from agent_framework import (
@@ -201,3 +202,37 @@ class _ContextEcho(Executor):
 def context_echo() -> Workflow:
     e = _ContextEcho()
     return WorkflowBuilder(name="context_echo", start_executor=e, output_from=[e]).build()
+
+
+@dataclass
+class CustomState:
+    """An app type that is not on the framework's checkpoint allow-list by default."""
+
+    value: int
+
+
+class _CustomStateStart(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="custom_start")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[int]) -> None:
+        ctx.set_state("custom", CustomState(42))
+        await ctx.send_message(1)
+
+
+class _CustomStateEnd(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="custom_end")
+
+    @handler
+    async def run(self, n: int, ctx: WorkflowContext[None, str]) -> None:
+        state = ctx.get_state("custom")
+        await ctx.yield_output(f"state {state.value}")
+
+
+def custom_state() -> Workflow:
+    start, end = _CustomStateStart(), _CustomStateEnd()
+    b = WorkflowBuilder(name="custom_state", start_executor=start, output_from=[end])
+    b.add_edge(start, end)
+    return b.build()
