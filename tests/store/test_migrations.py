@@ -235,3 +235,46 @@ def test_bad_url_is_refused_helpfully(raw: str, hint: str) -> None:
 def test_in_memory_sqlite_is_refused(raw: str) -> None:
     with pytest.raises(BadDatabaseURL, match="in-memory"):
         open_database(raw)
+
+
+def _revisions() -> list[str]:
+    from alembic.script import ScriptDirectory
+
+    from server.store.migrate import alembic_config
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return [r.revision for r in reversed(list(script.walk_revisions()))]
+
+
+async def test_every_revision_upgrades_downgrades_and_upgrades_again(empty_url: str) -> None:
+    """Each step, one at a time: up to N, down to N-1, up to N again, with a row kept throughout."""
+    revisions = _revisions()
+    assert revisions[0] == "0001" and revisions[-1] == head_revision()
+    previous = "base"
+    for rev in revisions:
+        await asyncio.to_thread(upgrade, empty_url, rev)
+        if rev == revisions[0]:
+
+            def seed(conn: Connection) -> None:
+                conn.execute(
+                    text(
+                        "INSERT INTO responses (id, user_id, status, background, stream, delivery, created_at,"
+                        " request, request_hash, cancel_requested) VALUES ('resp_keep', 'u', 'completed',"
+                        " false, false, 'live', 1.0, '{}', 'h', false)"
+                    )
+                )
+                conn.commit()
+
+            await _run_sync(empty_url, seed)
+        if previous != "base":
+            await asyncio.to_thread(downgrade, empty_url, previous)
+            assert await asyncio.to_thread(current_revision, empty_url) == previous
+            await asyncio.to_thread(upgrade, empty_url, rev)
+        assert await asyncio.to_thread(current_revision, empty_url) == rev
+
+        def kept(conn: Connection) -> list[str]:
+            return [r[0] for r in conn.execute(text("SELECT id FROM responses")).all()]
+
+        assert await _run_sync(empty_url, kept) == ["resp_keep"]
+        previous = rev
+    assert await _run_sync(empty_url, _schema_diff) == []
