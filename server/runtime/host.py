@@ -28,27 +28,24 @@ from ..protocol import events as ev
 from ..protocol.ids import input_item_id, new_response_id
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
-from ..protocol.sse import dumps, frame
+from ..protocol.sse import dumps
 from ..store import (
     TERMINAL_STATUSES,
-    CheckpointRow,
     DuplicateResponse,
     EventRow,
     InputItemRow,
     ResponseRow,
     Store,
 )
-from ._af_private import CheckpointTypeRefused, decode_checkpoint
 from .apps import HostedApp
+from .continuation import Continuations
 from .mapping import ItemMapper
-from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
 from .recovery import Recovery
+from .relay import relay_committed, relay_memory
 from .run import ResponseRun, RunPlan
 from .sinks import MemorySink, SqlSink
 
 log = logging.getLogger("durable_responses.host")
-
-MAX_HISTORY_RESPONSES = 1000
 
 
 @dataclass
@@ -89,6 +86,7 @@ class Host:
         self.runs: dict[str, ResponseRun] = {}
         self.accepting = True
         self.recovery = Recovery(self)
+        self.continuations = Continuations(store, app, self.settings.allowed_checkpoint_types)
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self.draining = asyncio.Event()
@@ -156,7 +154,7 @@ class Host:
             existing = await self._existing(user_id, rid, req)
             if existing is not None:
                 return existing
-        prev = await self._check_continuation(user_id, req)
+        prev = await self.continuations.check(user_id, req)
         inputs = [dict(item) for item in req.input_items]
         for pos, item in enumerate(inputs):
             if not item.get("id"):
@@ -165,7 +163,7 @@ class Host:
         now = time.time()
         answered: str | None = None
         if prev is not None and req.store:
-            answered = await self._answer_pending(user_id, prev, req, rid)
+            answered = await self.continuations.answer_pending(user_id, prev, req, rid)
         if not req.store:
             return await self._create_in_memory(user_id, req, rid, now)
         if req.conversation_id:
@@ -224,148 +222,8 @@ class Host:
         stored = CreateRequest.from_json_dict(json.loads(row.request))
         return Created(rid, stored, self.runs.get(rid), existing=True)
 
-    async def _check_continuation(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
-        """The response this one continues (for pending requests), after validating it."""
-        if req.previous_response_id:
-            prev = await self.store.get_response(req.previous_response_id, user_id)
-            if prev is None:
-                raise errors.not_found(
-                    f"Previous response with id '{req.previous_response_id}' not found.",
-                    param="previous_response_id",
-                )
-            if prev.status not in TERMINAL_STATUSES:
-                raise errors.conflict(
-                    f"Previous response '{prev.id}' is still {prev.status}; wait for it to finish "
-                    "(or cancel it) before continuing from it.",
-                    code="previous_response_in_progress",
-                )
-            return prev
-        if req.conversation_id:
-            prior = await self.store.conversation_responses(user_id, req.conversation_id)
-            for r in prior:
-                if r.status not in TERMINAL_STATUSES:
-                    raise errors.conflict(
-                        f"Conversation '{req.conversation_id}' has a response in progress ({r.id}); "
-                        "wait for it to finish before adding a turn.",
-                        code="conversation_busy",
-                    )
-            return prior[-1] if prior else None
-        return None
-
-    async def _answer_pending(
-        self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
-    ) -> str | None:
-        replies = [i["call_id"] for i in req.input_items if i.get("type") == "function_call_output"]
-        if not self.app.is_workflow:
-            return None
-        pending = await self.store.pending_requests(prev.id, user_id)
-        open_ids = {p.call_id for p in pending if p.status == "pending"}
-        answered = {p.call_id: p.answered_by for p in pending if p.status == "answered"}
-        for call_id in replies:
-            if call_id in answered:
-                raise errors.conflict(
-                    f"The request with call_id '{call_id}' was already answered by response "
-                    f"'{answered[call_id]}'; continue from that response instead.",
-                    code="call_already_answered",
-                    param="input",
-                )
-            if call_id not in open_ids:
-                raise errors.bad_request(
-                    f"No pending request with call_id '{call_id}' on response '{prev.id}'.",
-                    param="input",
-                    code="unknown_call_id",
-                )
-        if open_ids and not replies:
-            raise errors.bad_request(
-                f"Response '{prev.id}' is waiting for a function_call_output for call_id(s) "
-                f"{', '.join(sorted(open_ids))}; send those as input items.",
-                param="input",
-                code="pending_request",
-            )
-        if not replies:
-            return None
-        refused = await self.store.answer_pending(prev.id, user_id, replies, rid)
-        if refused:
-            raise errors.conflict(
-                f"The request(s) {', '.join(refused)} were answered concurrently by another response.",
-                code="call_already_answered",
-                param="input",
-            )
-        return prev.id
-
     async def _plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
-        """How to (re)start a response from its stored input (also used by recovery)."""
-        current = input_items_to_messages(req.input_items)
-        tools = declaration_tools(req.tools) if req.tools else []
-        if not self.app.is_workflow:
-            history = await self._history(user_id, req, rid)
-            return RunPlan(messages=history + current, tools=tools)
-        checkpoint_id: str | None = None
-        cp: CheckpointRow | None = None
-        if req.previous_response_id:
-            cp = await self.store.latest_checkpoint(user_id=user_id, response_id=req.previous_response_id)
-            if cp is None:
-                raise errors.conflict(
-                    f"The workflow state of previous response '{req.previous_response_id}' is not "
-                    "available (no checkpoint is stored for it), so it cannot be continued; start a new "
-                    "response without previous_response_id.",
-                    code="checkpoint_not_found",
-                    param="previous_response_id",
-                )
-            checkpoint_id = cp.checkpoint_id
-        elif req.conversation_id:
-            prior = [
-                r
-                for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid
-            ]
-            cp = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
-            if cp is not None and cp.response_id == rid:
-                cp = None  # recovery without own checkpoint: never happens (caller checks), be safe
-            if prior and cp is None:
-                raise errors.conflict(
-                    f"The workflow state of conversation '{req.conversation_id}' is not available "
-                    "(no checkpoint is stored for it), so it cannot be continued; start a new conversation.",
-                    code="checkpoint_not_found",
-                    param="conversation",
-                )
-            checkpoint_id = cp.checkpoint_id if cp is not None else None
-        if cp is not None:
-            self._check_decodable(cp.data)
-        return RunPlan(messages=current, checkpoint_id=checkpoint_id, tools=tools)
-
-    def _check_decodable(self, data: str) -> None:
-        """Fail closed, before anything runs, on a checkpoint holding a type not allowed."""
-        try:
-            decode_checkpoint(data, allowed_types=self.settings.allowed_checkpoint_types)
-        except CheckpointTypeRefused as exc:
-            raise errors.unprocessable(str(exc), code="checkpoint_type_refused") from exc
-
-    async def _history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
-        """Prior turns' input and output, oldest first, for a plain agent."""
-        chain: list[ResponseRow] = []
-        if req.previous_response_id:
-            next_id: str | None = req.previous_response_id
-            while next_id and len(chain) < MAX_HISTORY_RESPONSES:
-                row = await self.store.get_response(next_id, user_id)
-                if row is None:
-                    break
-                chain.append(row)
-                next_id = row.previous_response_id
-            chain.reverse()
-        elif req.conversation_id:
-            chain = [
-                r
-                for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid
-            ]
-        messages: list[Any] = []
-        for row in chain:
-            inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]
-            outputs = [json.loads(o.data) for o in await self.store.output_items(row.id)]
-            messages.extend(input_items_to_messages(inputs))
-            messages.extend(output_items_to_messages(outputs))
-        return messages
+        return await self.continuations.plan(user_id, req, rid)
 
     async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
         plan = await self._plan(user_id, req, rid)
@@ -432,6 +290,8 @@ class Host:
     def _on_run_finished(self, run: ResponseRun) -> None:
         if self.runs.get(run.response_id) is run:
             del self.runs[run.response_id]
+        # Relays that waited on this local run re-check (it may have ended without a commit).
+        self.store.notifier.publish(run.response_id)
         if run.final_status is not None and run.store is not None:
             task = asyncio.get_running_loop().create_task(self._after_run(run))
             self._background.add(task)
@@ -542,54 +402,12 @@ class Host:
 
     # -- stream -------------------------------------------------------------------------
 
-    async def relay(self, response_id: str, after: int) -> AsyncIterator[bytes]:
+    def relay(self, response_id: str, after: int) -> AsyncIterator[bytes]:
         """Committed events after `after`, as SSE frames, until the terminal event."""
-        sub = self.store.notifier.subscribe(response_id)
-        try:
-            last = after
-            while True:
-                sub.clear()
-                rows = await self.store.read_events(response_id, last, limit=2000)
-                if rows:
-                    yield b"".join(frame(r.type, r.seq, r.data) for r in rows)
-                    last = rows[-1].seq
-                    if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
-                        return
-                    continue
-                run = self.runs.get(response_id)
-                if self.draining.is_set() and (run is None or run.background):
-                    return  # shutting down: the client resumes elsewhere with Last-Event-ID
-                local = run is not None
-                # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
-                fallback = 5.0 if self.store.cross_process_wakeups else self.settings.remote_poll_seconds
-                woke = await sub.wait(None if local else fallback)
-                if not woke and not local:
-                    row = await self.store.get_response(response_id, None)
-                    if row is None:
-                        return  # deleted
-                    if row.status in TERMINAL_STATUSES and row.lease_owner is None:
-                        # Terminal: one last read catches the terminal event if it was missed.
-                        tail = await self.store.read_events(response_id, last, limit=2000)
-                        if tail:
-                            yield b"".join(frame(r.type, r.seq, r.data) for r in tail)
-                        return
-        finally:
-            sub.close()
+        return relay_committed(self, response_id, after)
 
-    async def relay_memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
-        sent = 0
-        while True:
-            sink.changed.clear()
-            rows = sink.events[sent:]
-            if rows:
-                sent += len(rows)
-                chunk = [frame(r.type, r.seq, r.data) for r in rows if r.seq > after]
-                if chunk:
-                    yield b"".join(chunk)
-                if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
-                    return
-                continue
-            await sink.changed.wait()
+    def relay_memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
+        return relay_memory(sink, after)
 
     def stop_foreground(self, response_id: str) -> None:
         """The client of a foreground response went away: cancel it (background runs go on)."""
