@@ -123,12 +123,14 @@ def _serve(settings: Settings, log_level: str) -> int:
             recovery_interval=settings.recovery_interval,
             allowed_checkpoint_types=settings.allowed_checkpoint_types,
             shutdown_grace_seconds=settings.shutdown_grace_seconds,
+            max_inflight=settings.max_inflight,
         ),
     )
     app = create_app(
         host,
         HttpSettings(
             api_key=settings.api_key,
+            principal_keys=settings.principal_keys,
             max_body_bytes=settings.max_body_bytes,
             keepalive_seconds=settings.keepalive_seconds,
         ),

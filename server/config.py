@@ -48,6 +48,8 @@ class Settings:
     port: int = DEFAULT_PORT
     delivery: str = "live"
     api_key: str | None = None
+    principal_keys: dict[str, str] = field(default_factory=dict)
+    max_inflight: int = 1000
     lease_seconds: float = 15.0
     recovery_interval: float = 2.0
     shutdown_grace_seconds: float = 10.0
@@ -70,6 +72,8 @@ class Settings:
             port=port,
             delivery=os.environ.get("DURABLE_RESPONSES_DELIVERY") or "live",
             api_key=os.environ.get("DURABLE_RESPONSES_API_KEY") or None,
+            principal_keys=_principal_keys(),
+            max_inflight=int(_env_float("DURABLE_RESPONSES_MAX_INFLIGHT", 1000)),
             lease_seconds=_env_float("DURABLE_RESPONSES_LEASE_SECONDS", 15.0),
             recovery_interval=_env_float("DURABLE_RESPONSES_RECOVERY_INTERVAL", 2.0),
             shutdown_grace_seconds=_env_float("DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS", 10.0),
@@ -77,3 +81,12 @@ class Settings:
             max_body_bytes=int(_env_float("DURABLE_RESPONSES_MAX_BODY_BYTES", 16 * 1024 * 1024)),
             allowed_checkpoint_types=tuple(t.strip() for t in types.split(",") if t.strip()),
         )
+
+
+def _principal_keys() -> dict[str, str]:
+    from .http.auth import parse_principal_keys
+
+    try:
+        return parse_principal_keys(os.environ.get("DURABLE_RESPONSES_API_KEYS", ""))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None

@@ -12,7 +12,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,15 +28,15 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import errors
-from ..protocol.ids import is_valid_response_id, is_valid_user_id
+from ..protocol.ids import is_valid_response_id
 from ..protocol.request import parse_create_request, parse_list_params, parse_stream_params
 from ..protocol.response import deleted_body
 from ..runtime.context import RequestContext, set_request_context
 from ..runtime.host import Created, Host
+from .auth import Authenticator
 
 log = logging.getLogger("durable_responses.http")
 
-DEFAULT_USER = ""
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -46,10 +45,12 @@ class HttpSettings:
         self,
         *,
         api_key: str | None = None,
+        principal_keys: dict[str, str] | None = None,
         max_body_bytes: int = 16 * 1024 * 1024,
         keepalive_seconds: float = 15.0,
     ) -> None:
         self.api_key = api_key
+        self.principal_keys = principal_keys or {}
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
 
@@ -70,21 +71,10 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     # (their runs go on elsewhere) and lets foreground streams finish with their runs.
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
 
+    auth = Authenticator(cfg.api_key, cfg.principal_keys)
+
     def user_of(request: Request) -> str:
-        if cfg.api_key is not None:
-            auth = request.headers.get("authorization", "")
-            scheme, _, token = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), cfg.api_key):
-                raise errors.unauthorized(
-                    "Missing or wrong API key: send `Authorization: Bearer <key>` with the key the "
-                    "server was started with (DURABLE_RESPONSES_API_KEY)."
-                )
-        user = request.headers.get("x-agent-user-id")
-        if user is None or user == "":
-            return DEFAULT_USER
-        if not is_valid_user_id(user):
-            raise errors.bad_request("Invalid x-agent-user-id header.", param="x-agent-user-id")
-        return user
+        return auth.user_of(request.headers)
 
     def response_id_of(request: Request) -> str:
         rid: str = request.path_params["response_id"]
@@ -101,7 +91,9 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 return error_response(exc)
             except Exception:
                 log.exception("unhandled error on %s %s", request.method, request.url.path)
-                return error_response(errors.server_error())
+                # A retried POST could create the response twice: tell SDKs not to retry it.
+                no_retry = {"x-should-retry": "false"} if request.method == "POST" else None
+                return error_response(errors.server_error(), no_retry)
 
         return wrapped
 

@@ -58,6 +58,7 @@ class HostSettings:
     remote_poll_seconds: float = 0.5
     cancel_wait_seconds: float = 10.0
     max_recoveries: int = 10
+    max_inflight: int = 1000
 
 
 @dataclass
@@ -149,6 +150,11 @@ class Host:
     async def create(self, user_id: str, req: CreateRequest, response_id: str | None) -> Created:
         if not self.accepting:
             raise errors.unavailable("The server is shutting down; retry on another instance.")
+        if len(self.runs) >= self.settings.max_inflight:
+            raise errors.rate_limited(
+                f"This server is running {len(self.runs)} responses, its limit "
+                "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica."
+            )
         rid = response_id or new_response_id()
         if response_id is not None and req.store:
             existing = await self._existing(user_id, rid, req)

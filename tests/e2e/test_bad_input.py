@@ -217,3 +217,28 @@ def test_awkward_text_is_stored_or_rejected_cleanly(server: ServerProcess) -> No
             c.post("/responses", content=deep, headers={"content-type": "application/json"}), 400
         )
         assert c.get("/readiness").status_code == 200
+
+
+def test_principal_keys_are_walls_end_to_end(database_url: str, server_factory: Any) -> None:
+    """Two API keys, two principals: the same x-agent-user-id under another key is another user."""
+    srv = server_factory(database_url, env={"DURABLE_RESPONSES_API_KEYS": "alice:key-a,bob:key-b"}).start()
+    alice = httpx.Client(base_url=srv.base_url, headers={"authorization": "Bearer key-a"}, timeout=30)
+    bob = httpx.Client(base_url=srv.base_url, headers={"authorization": "Bearer key-b"}, timeout=30)
+    created = alice.post("/responses", json={"input": "hi"}, headers={"x-agent-user-id": "u1"})
+    assert created.status_code == 200
+    rid = created.json()["id"]
+    assert alice.get(f"/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 200
+    assert bob.get(f"/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 404
+    assert httpx.get(f"{srv.base_url}/responses/{rid}", timeout=30).status_code == 401
+
+
+def test_too_many_inflight_responses_is_429(database_url: str, server_factory: Any) -> None:
+    srv = server_factory(
+        database_url, "server.examples.countdown:countdown", env={"DURABLE_RESPONSES_MAX_INFLIGHT": "2"}
+    ).start()
+    c = httpx.Client(base_url=srv.base_url, timeout=30)
+    for _ in range(2):
+        assert c.post("/responses", json={"input": "20 delay=0.2", "background": True}).status_code == 200
+    refused = c.post("/responses", json={"input": "1", "background": True})
+    assert refused.status_code == 429
+    assert set(refused.json()["error"]) == {"message", "type", "param", "code"}
