@@ -30,7 +30,10 @@ async def relay_committed(host: Host, response_id: str, after: int) -> AsyncIter
         last = after
         while True:
             sub.clear()
-            rows = await host.store.read_events(response_id, last, limit=2000)
+            # The outbox keeps what it just committed for watched responses: same rows, no read.
+            rows = host.store.notifier.tail_after(response_id, last) or await host.store.read_events(
+                response_id, last, limit=2000
+            )
             if rows:
                 yield b"".join(frame(r.type, r.seq, r.data) for r in rows)
                 last = rows[-1].seq

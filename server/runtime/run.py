@@ -101,6 +101,7 @@ class ResponseRun:
         self._last_checkpoint: WorkflowCheckpoint | None = None
         self._last_checkpoint_id: str | None = None
         self._closed_this_run: list[ClosedItem] = []
+        self._all_output_here = mapper.next_output_index == 0
         self._memory_output = prior_output or []
         self.storage: Any = None
         self.on_finished: list[Callable[[ResponseRun], None]] = []
@@ -311,7 +312,8 @@ class ResponseRun:
         self.final_status = status
 
     async def _final_output(self, closed: list[ClosedItem]) -> list[dict[str, Any]]:
-        if self.store is None:
+        if self.store is None or self._all_output_here:
+            # Every item of this response was closed by this run: no need to read them back.
             return [c.item for c in self._closed_this_run if c.included]
         committed = await self.store.output_items(self.response_id)
         seen = {r.output_index for r in committed}

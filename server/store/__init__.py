@@ -9,6 +9,7 @@ from .records import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     CheckpointRow,
+    DuplicateResponse,
     EventRow,
     Finish,
     InputItemRow,
@@ -20,7 +21,7 @@ from .records import (
     StoreError,
     Write,
 )
-from .store import DuplicateResponse, Store
+from .store import Store
 
 __all__ = [
     "ACTIVE_STATUSES",

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -141,3 +141,27 @@ def sync_engine_for_migrations(raw_url: str) -> AsyncEngine:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         return _sqlite_engine(url, immediate=True, pool_size=1)
     return create_async_engine(url, poolclass=NullPool)
+
+
+def sqlite_sync_engine(url: URL) -> Engine:
+    """The outbox's own writing connection (stdlib sqlite3, used from one thread)."""
+    engine = create_engine(
+        url.set(drivername="sqlite"),
+        poolclass=StaticPool,
+        connect_args={"timeout": 30, "check_same_thread": False},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=FULL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -12,10 +12,38 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from .records import EventRow
+
+TAIL_LIMIT = 8192
+
 
 class Notifier:
     def __init__(self) -> None:
         self._subs: dict[str, set[Subscription]] = {}
+        # Committed events of watched responses, so a local relay need not read them back.
+        self._tails: dict[str, list[EventRow]] = {}
+
+    def committed(self, response_id: str, rows: list[EventRow]) -> None:
+        """Keep rows the outbox just committed, while someone watches the response."""
+        if not rows or response_id not in self._subs:
+            return
+        tail = self._tails.get(response_id)
+        if tail is None or tail[-1].seq + 1 != rows[0].seq:
+            tail = []  # a gap (rows committed by another path): start over from these
+            self._tails[response_id] = tail
+        tail.extend(rows)
+        if len(tail) > TAIL_LIMIT:
+            del tail[: len(tail) - TAIL_LIMIT // 2]
+
+    def tail_after(self, response_id: str, seq: int) -> list[EventRow] | None:
+        """Committed rows after `seq` if the tail covers them, else None (read the store)."""
+        tail = self._tails.get(response_id)
+        if not tail:
+            return None
+        first = tail[0].seq
+        if seq + 1 < first or seq >= tail[-1].seq:
+            return None
+        return tail[seq + 1 - first :]
 
     def publish(self, response_id: str) -> None:
         subs = self._subs.get(response_id)
@@ -47,6 +75,7 @@ class Notifier:
             subs.discard(sub)
             if not subs:
                 del self._subs[sub.response_id]
+                self._tails.pop(sub.response_id, None)
 
 
 class Subscription:

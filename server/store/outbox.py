@@ -19,16 +19,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import and_, insert, update
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from . import _tables as t
-from ._engine import Database
+from ._engine import SQLITE, Database, sqlite_sync_engine
+from ._plan import Op, plan
 from .notify import Notifier
-from .records import LeaseLost, StoreError, Write
+from .records import DuplicateResponse, LeaseLost, StoreError, Write
 
 log = logging.getLogger("durable_responses.outbox")
 
@@ -50,6 +51,7 @@ class Outbox:
         self._lease_seconds = lease_seconds
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        self._sqlite = SqliteWriter(db.url) if db.dialect == SQLITE else None
         self.commits = 0  # number of transactions, for benchmarks
         self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
         # Set by the store on PostgreSQL: tells other replicas, inside the transaction.
@@ -79,6 +81,8 @@ class Outbox:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        if self._sqlite is not None:
+            await self._sqlite.close()
 
     def submit(self, write: Write) -> asyncio.Future[None]:
         if write.future is None:
@@ -171,10 +175,13 @@ class Outbox:
         for w in writes:
             if w.future is not None and not w.future.done():
                 w.future.set_result(None)
+            self._notifier.committed(w.response_id, w.events)
         self._notifier.publish_many({w.response_id for w in writes})
 
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
-        if not isinstance(exc, LeaseLost | StoreError):
+        if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
+            exc = DuplicateResponse(writes[0].response_id)
+        if not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
             log.error("outbox commit failed: %s", exc)
             exc = StoreError(f"could not commit to the database: {exc}")
         for w in writes:
@@ -198,7 +205,8 @@ class Outbox:
             if not w.events:
                 continue
             rid = w.response_id
-            expected = last[rid] if rid in last else self._last_seq.get(rid)
+            # A creation starts a sequence (a duplicate creation fails on its primary key).
+            expected = None if w.create is not None else last[rid] if rid in last else self._last_seq.get(rid)
             first = w.events[0].seq
             if expected is not None and first != expected + 1:
                 raise StoreError(
@@ -220,10 +228,20 @@ class Outbox:
                 self._last_seq[rid] = seq
 
     async def _commit_unchecked(self, writes: list[Write]) -> None:
-        async with self._db.writer.begin() as conn:
-            await write_all(conn, writes, lease_seconds=self._lease_seconds)
-            if self.cross_process_notify is not None:
-                await self.cross_process_notify(conn, {w.response_id for w in writes})
+        ops = plan(writes, lease_seconds=self._lease_seconds)
+        if self._sqlite is not None:
+            await self._sqlite.run(ops)
+        else:
+            async with self._db.writer.begin() as conn:
+                for op in ops:
+                    if op.params is not None:
+                        res = await conn.execute(op.stmt, op.params)
+                    else:
+                        res = await conn.execute(op.stmt)
+                    if op.fence is not None and res.rowcount != 1:
+                        raise LeaseLost(op.fence)
+                if self.cross_process_notify is not None:
+                    await self.cross_process_notify(conn, {w.response_id for w in writes})
         self.commits += 1
 
 
@@ -234,92 +252,39 @@ def _after_failure(response_id: str, exc: BaseException) -> BaseException:
 
 
 async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_seconds: float) -> None:
-    """Apply `writes` inside the caller's transaction (the outbox's, or a direct one)."""
-    now = time.time()
-    events: list[dict[str, object]] = []
-    items: list[dict[str, object]] = []
-    checkpoints: list[dict[str, object]] = []
-    pending: list[dict[str, object]] = []
-    # Keyed by (response, owner), not by response: a stale owner's write that shares a batch
-    # with the current owner's write to the same response must still be fenced off.
-    fenced: set[tuple[str, str]] = set()
-    for w in writes:
-        if w.owner is not None and (w.response_id, w.owner) not in fenced:
-            fenced.add((w.response_id, w.owner))
-            until = w.lease_until if w.lease_until is not None else now + lease_seconds
-            res = await conn.execute(
-                update(t.responses)
-                .where(and_(t.responses.c.id == w.response_id, t.responses.c.lease_owner == w.owner))
-                .values(lease_expires_at=until)
-            )
-            if res.rowcount != 1:
-                raise LeaseLost(w.response_id)
-        rid = w.response_id
-        for e in w.events:
-            events.append({"response_id": rid, "seq": e.seq, "type": e.type, "data": e.data})
-        for it in w.items:
-            items.append(
-                {
-                    "response_id": rid,
-                    "output_index": it.output_index,
-                    "item_id": it.item_id,
-                    "status": it.status,
-                    "included": it.included,
-                    "data": it.data,
-                }
-            )
-        if w.checkpoint is not None:
-            c = w.checkpoint
-            checkpoints.append(
-                {
-                    "checkpoint_id": c.checkpoint_id,
-                    "user_id": c.user_id,
-                    "lineage": c.lineage,
-                    "response_id": c.response_id,
-                    "workflow_name": c.workflow_name,
-                    "event_seq": c.event_seq,
-                    "data": c.data,
-                    "created_at": c.created_at,
-                }
-            )
-        for p in w.pending:
-            pending.append(
-                {
-                    "response_id": p.response_id,
-                    "call_id": p.call_id,
-                    "user_id": p.user_id,
-                    "checkpoint_id": p.checkpoint_id,
-                    "status": p.status,
-                    "answered_by": p.answered_by,
-                    "data": p.data,
-                }
-            )
-    # Order matters only within a table; one executemany per table keeps round trips flat.
-    if events:
-        await conn.execute(insert(t.events), events)
-    if items:
-        await conn.execute(insert(t.output_items), items)
-    if checkpoints:
-        await conn.execute(insert(t.checkpoints), checkpoints)
-    if pending:
-        await conn.execute(insert(t.pending_requests), pending)
-    for w in writes:
-        if w.status is not None:
-            await conn.execute(
-                update(t.responses).where(t.responses.c.id == w.response_id).values(status=w.status)
-            )
-        if w.finish is not None:
-            f = w.finish
-            await conn.execute(
-                update(t.responses)
-                .where(t.responses.c.id == w.response_id)
-                .values(
-                    status=f.status,
-                    completed_at=f.completed_at,
-                    error=f.error,
-                    incomplete_details=f.incomplete_details,
-                    usage=f.usage,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                )
-            )
+    """Apply `writes` inside the caller's (async) transaction: the direct-write path."""
+    for op in plan(writes, lease_seconds=lease_seconds):
+        res = await conn.execute(op.stmt, op.params) if op.params is not None else await conn.execute(op.stmt)
+        if op.fence is not None and res.rowcount != 1:
+            raise LeaseLost(op.fence)
+
+
+def _run_ops_sync(conn: Connection, ops: list[Op]) -> None:
+    for op in ops:
+        res = conn.execute(op.stmt, op.params) if op.params is not None else conn.execute(op.stmt)
+        if op.fence is not None and res.rowcount != 1:
+            raise LeaseLost(op.fence)
+
+
+class SqliteWriter:
+    """SQLite's outbox transactions, each run whole in one dedicated thread.
+
+    One thread hop per transaction instead of one per statement: the event loop (busy with
+    agents) is needed twice per commit, not a dozen times, which keeps live delivery live.
+    The thread owns the single writing connection, so there is no lock-upgrade contention.
+    """
+
+    def __init__(self, url: URL) -> None:
+        self._engine = sqlite_sync_engine(url)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+
+    async def run(self, ops: list[Op]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._run, ops)
+
+    def _run(self, ops: list[Op]) -> None:
+        with self._engine.begin() as conn:
+            _run_ops_sync(conn, ops)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._engine.dispose)
+        self._pool.shutdown(wait=True)

@@ -108,10 +108,15 @@ class Write:
     items: list[OutputItemRow] = field(default_factory=list)
     checkpoint: CheckpointRow | None = None
     pending: list[PendingRequestRow] = field(default_factory=list)
+    create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
     finish: Finish | None = None
     lease_until: float | None = None
     future: asyncio.Future[None] | None = None
+
+
+class DuplicateResponse(Exception):
+    """A response with this id already exists."""
 
 
 class LeaseLost(Exception):

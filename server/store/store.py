@@ -38,10 +38,6 @@ from .records import (
 )
 
 
-class DuplicateResponse(Exception):
-    """A response with this id already exists."""
-
-
 def _response(row: Any) -> ResponseRow:
     return ResponseRow(**dict(row._mapping))
 
@@ -118,34 +114,10 @@ class Store:
     async def insert_response(
         self, row: ResponseRow, inputs: Sequence[InputItemRow], events: Sequence[EventRow]
     ) -> None:
-        values = {k: getattr(row, k) for k in ResponseRow.__slots__}
-        try:
-            async with self.db.writer.begin() as conn:
-                await conn.execute(insert(t.responses).values(**values))
-                if inputs:
-                    await conn.execute(
-                        insert(t.input_items),
-                        [
-                            {
-                                "response_id": row.id,
-                                "position": i.position,
-                                "item_id": i.item_id,
-                                "data": i.data,
-                            }
-                            for i in inputs
-                        ],
-                    )
-                if events:
-                    await conn.execute(
-                        insert(t.events),
-                        [
-                            {"response_id": row.id, "seq": e.seq, "type": e.type, "data": e.data}
-                            for e in events
-                        ],
-                    )
-        except IntegrityError as exc:
-            raise DuplicateResponse(row.id) from exc
-        self.notifier.publish(row.id)
+        """Create a response with its input and first events, group-committed with other writes."""
+        await self.outbox.submit(
+            Write(response_id=row.id, owner=None, create=(row, list(inputs)), events=list(events))
+        )
 
     async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:
         """`user_id=None` is the runtime's own unscoped read (recovery); HTTP always scopes."""

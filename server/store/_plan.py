@@ -1,0 +1,139 @@
+"""Turn a batch of outbox `Write`s into the statements of one transaction (no I/O here).
+
+Invariants:
+- Per write, its creation (if any) comes before its lease fence, and every fence comes before
+  the rows it guards; a fence is an UPDATE that must hit exactly one row, or the transaction is
+  abandoned with `LeaseLost` (the executor checks `Op.fence`).
+- Rows of the same table across the whole batch go in one executemany, so the number of
+  statements per batch does not grow with the number of events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, insert, update
+from sqlalchemy.sql import Executable
+
+from . import _tables as t
+from .records import ResponseRow, Write
+
+
+@dataclass(slots=True)
+class Op:
+    stmt: Executable
+    params: list[dict[str, Any]] | dict[str, Any] | None = None
+    fence: str | None = None  # this UPDATE must hit one row, else the lease of `fence` was lost
+
+
+def response_values(row: ResponseRow) -> dict[str, Any]:
+    return {k: getattr(row, k) for k in ResponseRow.__slots__}
+
+
+def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = None) -> list[Op]:
+    now = time.time() if now is None else now
+    ops: list[Op] = []
+    events: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
+    checkpoints: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    inputs: list[dict[str, Any]] = []
+    tail: list[Op] = []
+    # Keyed by (response, owner), not by response: a stale owner's write that shares a batch
+    # with the current owner's write to the same response must still be fenced off.
+    fenced: set[tuple[str, str]] = set()
+    for w in writes:
+        rid = w.response_id
+        if w.create is not None:
+            row, input_rows = w.create
+            ops.append(Op(insert(t.responses), response_values(row)))
+            inputs.extend(
+                {"response_id": rid, "position": i.position, "item_id": i.item_id, "data": i.data}
+                for i in input_rows
+            )
+        if w.owner is not None and (rid, w.owner) not in fenced:
+            fenced.add((rid, w.owner))
+            until = w.lease_until if w.lease_until is not None else now + lease_seconds
+            ops.append(
+                Op(
+                    update(t.responses)
+                    .where(and_(t.responses.c.id == rid, t.responses.c.lease_owner == w.owner))
+                    .values(lease_expires_at=until),
+                    fence=rid,
+                )
+            )
+        events.extend({"response_id": rid, "seq": e.seq, "type": e.type, "data": e.data} for e in w.events)
+        items.extend(
+            {
+                "response_id": rid,
+                "output_index": it.output_index,
+                "item_id": it.item_id,
+                "status": it.status,
+                "included": it.included,
+                "data": it.data,
+            }
+            for it in w.items
+        )
+        if w.checkpoint is not None:
+            c = w.checkpoint
+            checkpoints.append(
+                {
+                    "checkpoint_id": c.checkpoint_id,
+                    "user_id": c.user_id,
+                    "lineage": c.lineage,
+                    "response_id": c.response_id,
+                    "workflow_name": c.workflow_name,
+                    "event_seq": c.event_seq,
+                    "data": c.data,
+                    "created_at": c.created_at,
+                }
+            )
+        pending.extend(
+            {
+                "response_id": p.response_id,
+                "call_id": p.call_id,
+                "user_id": p.user_id,
+                "checkpoint_id": p.checkpoint_id,
+                "status": p.status,
+                "answered_by": p.answered_by,
+                "data": p.data,
+            }
+            for p in w.pending
+        )
+        if w.status is not None:
+            tail.append(Op(update(t.responses).where(t.responses.c.id == rid).values(status=w.status)))
+        if w.finish is not None:
+            f = w.finish
+            tail.append(
+                Op(
+                    update(t.responses)
+                    .where(t.responses.c.id == rid)
+                    .values(
+                        status=f.status,
+                        completed_at=f.completed_at,
+                        error=f.error,
+                        incomplete_details=f.incomplete_details,
+                        usage=f.usage,
+                        lease_owner=None,
+                        lease_expires_at=None,
+                    )
+                )
+            )
+    for table, rows in (
+        (t.input_items, inputs),
+        (t.events, events),
+        (t.output_items, items),
+        (t.checkpoints, checkpoints),
+        (t.pending_requests, pending),
+    ):
+        if rows:
+            ops.append(Op(insert(table), rows))
+    ops.extend(tail)
+    return ops
+
+
+def response_ids(writes: Sequence[Write]) -> set[str]:
+    return {w.response_id for w in writes}
