@@ -80,13 +80,13 @@ def log(msg: str) -> None:
 @dataclass
 class Sizes:
     burst_outputs: int = 1000
-    burst_reps: int = 3
+    burst_reps: int = 5
     countdown: int = 100
     countdown_reps: int = 3
     concurrent: int = 100
     concurrent_input: str = "3"
     growth: tuple[int, ...] = (10, 100, 1000)
-    base_reps: int = 5  # N=1 runs (the fixed cost subtracted from every per-superstep figure)
+    base_reps: int = 9  # N=1 runs (the fixed cost subtracted from every per-superstep figure)
     growth_deadline_s: float = 120.0  # a longer stream is cut and reported as partial
     recovery: int = 100
     recovery_input: str = "3 delay=0.5"
@@ -559,7 +559,7 @@ async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]
                 if n == sizes.countdown and "countdown" in out:
                     growth[n] = out["countdown"]
                     continue
-                reps = 5 if n <= 10 else (2 if n <= 100 else 1)
+                reps = 9 if n <= 10 else (2 if n <= 100 else 1)
                 growth[n] = await superstep_cost(c, target, n, base_ms, reps, sizes.growth_deadline_s)
                 if growth[n]["partial"]:
                     break  # the server is still running the cut-off stream: measure no more here
@@ -705,6 +705,11 @@ def scenario_recovery(srv: Any, target: Target, sizes: Sizes) -> dict[str, Any]:
         "finished_before_kill": finished_before_kill,
         "ready_s": ready_s,
         "all_resumed_s": max(resumed) if resumed and not lost else math.nan,
+        "resumed": len(resumed),
+        "last_resumed_s": max(resumed) if resumed else math.nan,
+        "completed": len(complete_times),
+        "last_complete_s": max(complete_times) if complete_times else math.nan,
+        "timeout_s": sizes.recovery_timeout_s,
         "p50_resumed_s": median(resumed),
         "all_complete_s": max(complete_times) if complete_times and not lost else math.nan,
         "lost": lost,
@@ -859,7 +864,12 @@ def rows(sizes: Sizes) -> list[Row]:
         Row("recovery: restart until ready, s", "low", _dig("recovery", "ready_s"), "{:.2f}"),
         Row("recovery: restart until all resumed, s", "low", _dig("recovery", "all_resumed_s"), "{:.2f}"),
         Row("recovery: restart until all complete, s", "low", _dig("recovery", "all_complete_s"), "{:.2f}"),
-        Row("recovery: lost (not completed)", "", _dig("recovery", "lost"), "{}"),
+        Row(
+            f"recovery: not completed within {sizes.recovery_timeout_s:.0f} s (lost or stuck)",
+            "",
+            _dig("recovery", "lost"),
+            "{}",
+        ),
         Row("recovery: completed with wrong output", "", _dig("recovery", "wrong_output"), "{}"),
     ]
     return out
@@ -887,7 +897,11 @@ def cell(
         return "n/a"
     if v is None or (isinstance(v, float) and math.isnan(v)):
         if row.label.startswith("recovery") and row.better and rec:
-            return "never"  # some response was lost: there is no time for "all"
+            # Some response did not complete in time: there is no time for "all"; say how far it got.
+            which = "resumed" if "resumed" in row.label else "complete"
+            count, last = rec.get(which + "d" if which == "complete" else which), rec.get(f"last_{which}_s")
+            done = f"; {count} by {last:.1f}" if count and _num(last) is not None else ""
+            return f"> {rec.get('timeout_s', 0):.0f} ({count or 0} of {rec.get('created')}{done})"
         return DASH
     text = row.fmt.format(v) if _num(v) is not None else str(v)
     if row.label.startswith("cost growth") and _num(v) is not None:
@@ -950,7 +964,13 @@ def footnotes(tlist: list[Target], results: dict[str, dict[str, Any]]) -> list[s
                 f"{t.label}: recovery: {rec['create_errors']} POST error(s): {rec['create_error_detail']}"
             )
         if rec.get("lost") or rec.get("wrong_output"):
-            notes.append(f"{t.label}: recovery: final statuses {rec.get('statuses')}")
+            notes.append(f"{t.label}: recovery: statuses at the end {rec.get('statuses')}")
+        if rec.get("lost") and t.kind == "existing":
+            notes.append(
+                f"{t.label}: recovery: its task manager's start-up scan reclaims one page (20) of in-progress "
+                "tasks; the rest wait for its periodic scan, every 300 s (azure.ai.agentserver.core.tasks: "
+                "_manager.py `_recover_stale_tasks`, _local_provider.py `list`, page size 20)."
+            )
         if rec and rec.get("finished_before_kill"):
             notes.append(
                 f"{t.label}: recovery: {rec['finished_before_kill']} response(s) had finished before the kill"
@@ -1042,6 +1062,7 @@ def machine(existing_py: Path | None) -> dict[str, str]:
 
     return {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load average at the end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "nproc": str(os.cpu_count()),
         "cpu": cpu,
         "memory": mem,
@@ -1089,10 +1110,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lease-seconds", type=float, default=15.0, help="our lease (server default 15 s)")
     ap.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs, databases)")
+    ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (90)")
     args = ap.parse_args(argv)
 
     t_start = time.time()
+    load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     sizes = Sizes.quick() if args.quick else Sizes()
+    if args.recovery_timeout:
+        sizes.recovery_timeout_s = args.recovery_timeout
     tokens = {t.strip() for t in args.only.split(",") if t.strip()}
     tlist = targets(args.ours_foreground)
     known_tags = set().union(*(t.tags for t in tlist))
@@ -1118,15 +1144,19 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, dict[str, Any]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            work = Path(tempfile.mkdtemp(prefix="bench-")) if args.keep else Path(tmp)
+            if args.keep:
+                log(f"work directory (kept): {work}")
             for t in tlist:
                 log(f"--- {t.label}")
-                results[t.key] = run_target(t, want, sizes, Path(tmp), existing_py, args.lease_seconds)
+                results[t.key] = run_target(t, want, sizes, work, existing_py, args.lease_seconds)
     finally:
         kill_leftovers()
     elapsed = time.time() - t_start
 
     cmd = "python -m bench" + (" " + " ".join(sys.argv[1:]) if argv is None and sys.argv[1:] else "")
     info = machine(existing_py)
+    info = {**info, "load average at the start": load_at_start}
     out = [
         table(tlist, results, sizes),
         "",
@@ -1154,7 +1184,9 @@ def main(argv: list[str] | None = None) -> None:
     (RESULTS_DIR / f"side-by-side-{stamp}.json").write_text(json.dumps(raw, indent=1, default=str))
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1, default=str))
-    full = not args.quick and not tokens and not args.ours_foreground and args.lease_seconds == 15.0
+    full = not (
+        args.quick or tokens or args.ours_foreground or args.recovery_timeout or args.lease_seconds != 15.0
+    )
     if full and not args.no_readme:
         write_readme(report)
         log(f"updated {README.relative_to(ROOT)}")
