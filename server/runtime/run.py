@@ -132,7 +132,8 @@ class ResponseRun:
         ending: Any = None
         try:
             await self._drive()
-            ending = self._end_completed()
+            stopping = self._stopping()
+            ending = self._end_completed() if stopping is None else self._end_after_stop(stopping)
         except asyncio.CancelledError:
             reason = self.stop_reason
             if reason is None or reason.kind == "abandon":
@@ -145,6 +146,9 @@ class ResponseRun:
             failure = self.sink.failure
             if isinstance(failure, LeaseLost):
                 log.warning("response %s: lease lost, another process continues it", self.response_id)
+            elif (stopping := self._stopping()) is not None:
+                # Stopped (cancel) while the framework turned the cancellation into its own error.
+                ending = self._end_after_stop(stopping)
             elif failure is not None:
                 # The database refused a write: what this run did since its last paired
                 # checkpoint is not durable, so it must not go on. Recovery resumes the response
@@ -182,6 +186,10 @@ class ResponseRun:
                 cb(self)
             except Exception:  # a callback must not turn a finished run into a failed one
                 log.exception("on_finished callback failed")
+
+    def _stopping(self) -> StopRun | None:
+        reason = self.stop_reason
+        return reason if reason is not None and reason.kind != "abandon" else None
 
     async def _hand_over(self) -> None:
         if self.store is None:
