@@ -113,7 +113,11 @@ def _serve(settings: Settings, log_level: str) -> int:
         redact_url(settings.database_url),
         settings.delivery,
     )
-    store = Store.open(settings.database_url, lease_seconds=settings.lease_seconds)
+    store = Store.open(
+        settings.database_url,
+        lease_seconds=settings.lease_seconds,
+        commit_window=settings.commit_window_ms / 1000,
+    )
     host = Host(
         store,
         app_spec,

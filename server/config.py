@@ -50,6 +50,7 @@ class Settings:
     api_key: str | None = None
     principal_keys: dict[str, str] = field(default_factory=dict)
     max_inflight: int = 1000
+    commit_window_ms: float = 2.0
     lease_seconds: float = 15.0
     recovery_interval: float = 2.0
     shutdown_grace_seconds: float = 10.0
@@ -74,6 +75,7 @@ class Settings:
             api_key=os.environ.get("DURABLE_RESPONSES_API_KEY") or None,
             principal_keys=_principal_keys(),
             max_inflight=int(_env_float("DURABLE_RESPONSES_MAX_INFLIGHT", 1000)),
+            commit_window_ms=_env_float("DURABLE_RESPONSES_COMMIT_WINDOW_MS", 2.0),
             lease_seconds=_env_float("DURABLE_RESPONSES_LEASE_SECONDS", 15.0),
             recovery_interval=_env_float("DURABLE_RESPONSES_RECOVERY_INTERVAL", 2.0),
             shutdown_grace_seconds=_env_float("DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS", 10.0),

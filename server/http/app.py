@@ -126,12 +126,20 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 f"The request body is not valid JSON: {exc}", code="invalid_json"
             ) from exc
 
-    def sse(body: AsyncIterator[bytes], on_close: Callable[[], None] | None = None) -> EventSourceResponse:
+    def sse(
+        body: AsyncIterator[bytes],
+        on_close: Callable[[], None] | None = None,
+        on_first: Callable[[], None] | None = None,
+    ) -> EventSourceResponse:
         async def guarded_body() -> AsyncIterator[bytes]:
+            nonlocal on_first
             finished = False
             try:
                 async for chunk in body:
                     yield chunk
+                    if on_first is not None:
+                        on_first()  # the first events are on their way: let the run start
+                        on_first = None
                 finished = True
             finally:
                 if not finished and on_close is not None:
@@ -163,12 +171,15 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     async def respond(request: Request, created: Created) -> Response:
         req = created.request
         if req.stream:
+            start = created.run.start if created.run is not None else None
             if created.memory is not None:
                 return sse(
-                    host.relay_memory(created.memory), lambda: host.stop_foreground(created.response_id)
+                    host.relay_memory(created.memory),
+                    lambda: host.stop_foreground(created.response_id),
+                    start,
                 )
             on_close = None if req.background else (lambda: host.stop_foreground(created.response_id))
-            return sse(host.relay(created.response_id, -1), on_close)
+            return sse(host.relay(created.response_id, -1), on_close, start)
         if req.background:
             return JSONResponse(await host.get(user_of(request), created.response_id))
         waiter = asyncio.ensure_future(host.wait(created))

@@ -53,7 +53,7 @@ class SqlCheckpointStorage:
             else:
                 row = self.row(checkpoint, data, event_seq=-1)
                 await self._store.write_now([Write(response_id=self.response_id, owner=None, checkpoint=row)])
-        except BaseException as exc:
+        except Exception as exc:
             # The framework logs and ignores save errors; remember it so the run can stop.
             if self.failure is None:
                 self.failure = exc

@@ -212,7 +212,9 @@ class Host:
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
             raise
-        run = self._make_run(row, req, plan, start_seq=len(events), next_index=0, status=status)
+        run = self._make_run(
+            row, req, plan, start_seq=len(events), next_index=0, status=status, defer=req.stream
+        )
         return Created(rid, req, run)
 
     async def _existing(self, user_id: str, rid: str, req: CreateRequest) -> Created | None:
@@ -253,7 +255,10 @@ class Host:
             allowed_types=self.settings.allowed_checkpoint_types,
             reader=self.store,
         )
-        run.start()
+        if req.stream:
+            run.start_soon(0.05)
+        else:
+            run.start()
         return Created(rid, req, run, memory=sink)
 
     def _make_run(
@@ -266,6 +271,7 @@ class Host:
         next_index: int,
         status: str,
         sink: SqlSink | None = None,
+        defer: bool = False,
     ) -> ResponseRun:
         if sink is None:
             sink = SqlSink(
@@ -290,7 +296,10 @@ class Host:
         run.queued = status == "queued"
         self.runs[row.id] = run
         run.on_finished.append(self._on_run_finished)
-        run.start()
+        if defer:
+            run.start_soon(0.05)
+        else:
+            run.start()
         return run
 
     def _on_run_finished(self, run: ResponseRun) -> None:

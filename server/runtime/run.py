@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ from .mapping import ClosedItem, ItemMapper
 from .sinks import Sink
 
 log = logging.getLogger("durable_responses.run")
+
+# How long a run may process updates before letting the writer and relays have the loop.
+YIELD_EVERY = float(os.environ.get("DURABLE_RESPONSES_YIELD_EVERY_MS", "2")) / 1000
 
 
 @dataclass
@@ -110,9 +114,18 @@ class ResponseRun:
 
     # -- control ------------------------------------------------------------------------
 
-    def start(self) -> asyncio.Task[None]:
-        self.task = asyncio.create_task(self.execute(), name=f"run-{self.response_id}")
-        return self.task
+    def start(self) -> None:
+        """Start the run (idempotent)."""
+        if self.task is None:
+            self.task = asyncio.create_task(self.execute(), name=f"run-{self.response_id}")
+
+    def start_soon(self, at_most: float) -> None:
+        """Start when the caller says (`start()`), or after `at_most` seconds, whichever is first.
+
+        A streaming client's relay starts the run once `response.created` is on its way, so an
+        agent that hogs the event loop cannot hold back the first events.
+        """
+        asyncio.get_running_loop().call_later(at_most, self.start)
 
     def stop(self, kind: str, message: str = "") -> None:
         """Stop the run; `abandon` leaves the response to recovery (shutdown, lost lease).
@@ -131,6 +144,8 @@ class ResponseRun:
     async def execute(self) -> None:
         ending: Any = None
         try:
+            if self.stop_reason is not None:  # stopped before it started
+                raise asyncio.CancelledError
             await self._drive()
             stopping = self._stopping()
             ending = self._end_completed() if stopping is None else self._end_after_stop(stopping)
@@ -174,8 +189,9 @@ class ResponseRun:
                     continue
                 except Exception:
                     break  # inspected just below
-            if end_task.exception() is not None:
-                log.error("response %s: could not record its end: %s", self.response_id, end_task.exception())
+            problem = "cancelled" if end_task.cancelled() else end_task.exception()
+            if problem is not None:
+                log.error("response %s: could not record its end: %s", self.response_id, problem)
                 await self._hand_over()
         self._finished()
 
@@ -238,14 +254,20 @@ class ResponseRun:
         stream = self.agent.run(self.plan.messages or None, **kwargs)
         loop = asyncio.get_running_loop()
         last_pause = loop.time()
+        first_output_at = self.mapper.next_output_index
+        eager = getattr(self.sink, "live", False)
         async for update in stream:
             self._check_failures()
             self.mapper.feed(update)
+            if eager and self.mapper.next_output_index > first_output_at:
+                # Live delivery: commit the first output at once, before the agent's burst.
+                eager = False
+                await self.sink.commit()
             # An agent that is ahead of us hands over updates without ever suspending this
             # task; give the outbox writer and the relays a turn every couple of milliseconds
             # so live delivery stays live.
             now = loop.time()
-            if now - last_pause > 0.002:
+            if now - last_pause > YIELD_EVERY:
                 await asyncio.sleep(0)
                 last_pause = loop.time()
         self._check_failures()

@@ -66,6 +66,7 @@ class SqlSink(Sink):
         self._rid = response_id
         self._owner = owner
         self._live = live
+        self.live = live
         self.seq = start_seq
         self._pending: list[EventRow] = []
         self._flush_scheduled = False
@@ -116,7 +117,8 @@ class SqlSink(Sink):
         self._pending = []
         try:
             await self._store.submit(write)
-        except BaseException as exc:
+        except Exception as exc:
+            # (A cancelled await is not a failed write: the outbox still commits it.)
             if self.failure is None:
                 self.failure = exc
             raise
