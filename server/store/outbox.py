@@ -52,6 +52,7 @@ class Outbox:
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._sqlite = SqliteWriter(db.url) if db.dialect == SQLITE else None
+        self._urgent = asyncio.Event()
         self.commits = 0  # number of transactions, for benchmarks
         self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
         # Set by the store on PostgreSQL: tells other replicas, inside the transaction.
@@ -96,6 +97,8 @@ class Outbox:
     def _put(self, write: Write) -> None:
         self._queue.put_nowait(write)
         self._queued += 1
+        if _awaited(write):
+            self._urgent.set()
 
     def _take(self, batch: list[Write], write: Write) -> None:
         """Add a dequeued write to `batch`, unless an earlier write of its response failed.
@@ -128,8 +131,14 @@ class Outbox:
             batch: list[Write] = []
             self._take(batch, first)
             self._drain(batch)
-            if len(batch) < self._max_batch and self._window > 0:
-                await asyncio.sleep(self._window)
+            # Wait a moment for more only when nobody waits on this batch: checkpoints, creations
+            # and ends are awaited by their run (every superstep pays for the window otherwise);
+            # plain live events are not, and gain from sharing a transaction.
+            if len(batch) < self._max_batch and self._window > 0 and not any(map(_awaited, batch)):
+                self._urgent.clear()
+                with contextlib.suppress(TimeoutError):
+                    # Cut the window short when an awaited write (a checkpoint) comes in.
+                    await asyncio.wait_for(self._urgent.wait(), self._window)
                 self._drain(batch)
             if batch:
                 await self._commit_batch(batch)
@@ -243,6 +252,10 @@ class Outbox:
                 if self.cross_process_notify is not None:
                     await self.cross_process_notify(conn, {w.response_id for w in writes})
         self.commits += 1
+
+
+def _awaited(w: Write) -> bool:
+    return w.checkpoint is not None or w.create is not None or w.finish is not None or w.status is not None
 
 
 def _after_failure(response_id: str, exc: BaseException) -> BaseException:
