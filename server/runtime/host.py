@@ -307,18 +307,16 @@ class Host:
             del self.runs[run.response_id]
         # Relays that waited on this local run re-check (it may have ended without a commit).
         self.store.notifier.publish(run.response_id)
-        if run.final_status is not None and run.store is not None:
+        if run.final_status in ("failed", "cancelled") and run.store is not None:
             task = asyncio.get_running_loop().create_task(self._after_run(run))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
     async def _after_run(self, run: ResponseRun) -> None:
+        # (Checkpoints were pruned in the run's final transaction.)
         try:
             if run.final_status in ("failed", "cancelled"):
                 await self.store.release_answers(run.response_id)
-            await self.store.prune_checkpoints(
-                user_id=run.user_id, response_id=run.response_id, lineage=run.lineage
-            )
         except Exception:
             log.exception("response %s: clean-up after the run failed", run.response_id)
 

@@ -332,6 +332,7 @@ class ResponseRun:
         await self.sink.commit(
             closed,
             pending=pending,
+            prune=(self.user_id, self.lineage),
             finish=Finish(
                 status=status,
                 completed_at=now if status == "completed" else None,

@@ -48,6 +48,7 @@ class Sink:
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
+        prune: tuple[str, str] | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -101,6 +102,7 @@ class SqlSink(Sink):
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
+        prune: tuple[str, str] | None = None,
     ) -> None:
         if self.failure is not None:
             raise self.failure
@@ -113,6 +115,7 @@ class SqlSink(Sink):
             pending=list(pending),
             status=status,
             finish=finish,
+            prune=prune,
         )
         self._pending = []
         try:
@@ -151,6 +154,7 @@ class MemorySink(Sink):
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
+        prune: tuple[str, str] | None = None,
     ) -> None:
         self.closed_items.extend(closed)
         self.changed.set()

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, insert, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.sql import Executable
 
 from . import _tables as t
@@ -122,6 +122,8 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
                     )
                 )
             )
+        if w.prune is not None:
+            tail.append(prune_op(rid, *w.prune))
     for table, rows in (
         (t.input_items, inputs),
         (t.events, events),
@@ -133,6 +135,20 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
             ops.append(Op(insert(table), rows))
     ops.extend(tail)
     return ops
+
+
+def prune_op(response_id: str, user_id: str, lineage: str) -> Op:
+    """Delete every checkpoint of the response and its lineage but the newest of each.
+
+    Both newest rows survive: the lineage's newest may belong to another response, and this
+    response's own newest is what a later `previous_response_id` continues from.
+    """
+    c = t.checkpoints.c
+    mine = and_(c.user_id == user_id, c.response_id == response_id)
+    kin = and_(c.user_id == user_id, c.lineage == lineage)
+    newest_mine = select(func.coalesce(func.max(c.seq), -1)).where(mine).scalar_subquery()
+    newest_kin = select(func.coalesce(func.max(c.seq), -1)).where(kin).scalar_subquery()
+    return Op(delete(t.checkpoints).where(or_(mine, kin), c.seq != newest_mine, c.seq != newest_kin))
 
 
 def response_ids(writes: Sequence[Write]) -> set[str]:

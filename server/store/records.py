@@ -111,6 +111,8 @@ class Write:
     create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
     finish: Finish | None = None
+    # (user id, lineage): keep only the newest checkpoint of this response and of its lineage.
+    prune: tuple[str, str] | None = None
     lease_until: float | None = None
     future: asyncio.Future[None] | None = None
 

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from . import _pg_listen
 from . import _tables as t
 from ._engine import POSTGRESQL, Database, open_database
+from ._plan import prune_op
 from .notify import Notifier
 from .outbox import Outbox, write_all
 from .records import (
@@ -380,27 +381,14 @@ class Store:
         return bool(res.rowcount)
 
     async def prune_checkpoints(self, *, user_id: str, response_id: str, lineage: str) -> int:
-        """Keep only the newest checkpoint of a finished response and of its lineage."""
-        c = t.checkpoints.c
+        """Keep only the newest checkpoint of a finished response and of its lineage.
+
+        Runs write this in their final transaction (`Write.prune`); this is the same statement.
+        """
+        op = prune_op(response_id, user_id, lineage)
         async with self.db.writer.begin() as conn:
-            total = 0
-            # Both newest rows survive both passes: the lineage pass must not delete the
-            # response's own newest checkpoint when another response of the lineage is newer.
-            keep: list[int] = []
-            for cond in (c.response_id == response_id, c.lineage == lineage):
-                newest = (
-                    await conn.execute(select(func.max(c.seq)).where(and_(cond, c.user_id == user_id)))
-                ).scalar()
-                if newest is not None:
-                    keep.append(newest)
-            for cond in (c.response_id == response_id, c.lineage == lineage):
-                if not keep:
-                    break
-                res = await conn.execute(
-                    delete(t.checkpoints).where(and_(cond, c.user_id == user_id, c.seq.not_in(keep)))
-                )
-                total += res.rowcount or 0
-        return total
+            res = await conn.execute(op.stmt)
+        return res.rowcount or 0
 
     # -- human in the loop --------------------------------------------------------------
 
