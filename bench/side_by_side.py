@@ -328,6 +328,54 @@ class OursServer:
         return None if self.sp is None else self.sp.proc
 
 
+def _cpu_by_pid() -> dict[int, tuple[int, str, float]]:
+    """pid -> (ppid, command name, CPU seconds incl. reaped children) from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(entry)] = (int(fields[1]), comm, sum(int(x) for x in fields[11:15]) / tick)
+    return out
+
+
+class OtherLoad:
+    """CPU seconds used during a window by processes that are not this benchmark's (nor PostgreSQL's)."""
+
+    def __init__(self) -> None:
+        self.before = _cpu_by_pid()
+        self.t0 = time.monotonic()
+
+    def done(self) -> dict[str, Any]:
+        after = _cpu_by_pid()
+        mine = {os.getpid()}
+        changed = True
+        while changed:
+            changed = False
+            for pid, (ppid, _, _) in after.items():
+                if ppid in mine and pid not in mine:
+                    mine.add(pid)
+                    changed = True
+        other: dict[str, float] = {}
+        for pid, (_, comm, cpu) in after.items():
+            if pid in mine or comm.startswith("postgres"):
+                continue
+            used = cpu - (self.before[pid][2] if pid in self.before else 0.0)
+            if used > 0.05:
+                other[comm] = other.get(comm, 0.0) + used
+        return {
+            "wall_s": time.monotonic() - self.t0,
+            "other_cpu_s": sum(other.values()),
+            "top": sorted(other.items(), key=lambda kv: -kv[1])[:3],
+        }
+
+
 def kill_leftovers() -> None:
     for srv in STARTED:
         proc = srv.proc
@@ -592,6 +640,9 @@ async def scenario_concurrent(base: str, target: Target, sizes: Sizes) -> dict[s
     }
 
 
+# Polling is load on the server being measured: a few connections, a pause between rounds.
+POLL_CONCURRENCY = int(os.environ.get("BENCH_POLL_CONCURRENCY", "4"))
+POLL_PAUSE_S = float(os.environ.get("BENCH_POLL_PAUSE", "0.25"))
 _TICK = re.compile(r"tick (\d+) t=([0-9.]+)")
 
 
@@ -608,11 +659,14 @@ def output_ticks(response: dict[str, Any]) -> list[tuple[int, float]]:
 async def poll_until_terminal(
     base: str, ids: list[str], t0: float, timeout: float
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """GET every unfinished response (8 at a time) every 100 ms; when each was first seen terminal."""
+    """GET every unfinished response (POLL_CONCURRENCY at a time, POLL_PAUSE_S between rounds).
+
+    Returns when each was first seen terminal (seconds after t0) and the last body of each.
+    """
     done_at: dict[str, float] = {}
     last: dict[str, dict[str, Any]] = {}
-    sem = asyncio.Semaphore(8)
-    async with client(base, connections=8, timeout=30) as c:
+    sem = asyncio.Semaphore(POLL_CONCURRENCY)
+    async with client(base, connections=POLL_CONCURRENCY, timeout=30) as c:
 
         async def get(rid: str) -> None:
             async with sem:
@@ -633,7 +687,7 @@ async def poll_until_terminal(
             if not pending:
                 break
             await asyncio.gather(*(get(i) for i in pending))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(POLL_PAUSE_S)
     return done_at, last
 
 
@@ -926,6 +980,8 @@ def _partial_note(row: Row, res: dict[str, Any]) -> str | None:
 def _fmt_ratio(x: float | None) -> str:
     if x is None:
         return DASH
+    if x < 10:
+        return f"{x:.2f}{TIMES}"
     return f"{x:.1f}{TIMES}" if x < 100 else f"{x:,.0f}{TIMES}"
 
 
@@ -947,6 +1003,13 @@ def footnotes(tlist: list[Target], results: dict[str, dict[str, Any]]) -> list[s
     notes = []
     for t in tlist:
         r = results[t.key]
+        load = r.get("other_load") or {}
+        if load.get("other_cpu_s", 0) > 0.05 * load.get("wall_s", 1e9):
+            top = ", ".join(f"{name} {cpu:.0f} s" for name, cpu in load.get("top", []))
+            notes.append(
+                f"{t.label}: other processes used {load['other_cpu_s']:.0f} CPU-s during its "
+                f"{load['wall_s']:.0f} s ({top}): its figures are noisier."
+            )
         for k, g in (r.get("growth") or {}).items():
             if g and g.get("partial"):
                 notes.append(
@@ -1031,6 +1094,17 @@ def _fmt(v: float | None, f: str = "{:.1f}") -> str:
     return DASH if v is None else f.format(v)
 
 
+def git_state() -> str:
+    """The commit of the code measured, and whether server/ had uncommitted changes."""
+    git = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "server"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    return git.strip() + (" + uncommitted changes in server/" if dirty else "")
+
+
 def machine(existing_py: Path | None) -> dict[str, str]:
     mem = ""
     try:
@@ -1047,12 +1121,7 @@ def machine(existing_py: Path | None) -> dict[str, str]:
                 break
     except OSError:
         pass
-    git = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "server"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = git_state()
     pg = ""
     try:
         pg = subprocess.run(["postgres", "--version"], capture_output=True, text=True).stdout.strip()
@@ -1071,7 +1140,7 @@ def machine(existing_py: Path | None) -> dict[str, str]:
         "existing host": existing_versions(existing_py) if existing_py else "",
         "sqlite": sqlite3.sqlite_version,
         "postgresql": pg,
-        "commit": git.strip() + (" + uncommitted changes in server/" if dirty else ""),
+        "commit": commit,
     }
 
 
@@ -1088,6 +1157,59 @@ def write_readme(report: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------------
+
+
+def render(
+    tlist: list[Target],
+    results: dict[str, dict[str, Any]],
+    sizes: Sizes,
+    cmd: str,
+    elapsed: float,
+    info: dict[str, str],
+    ours_foreground: bool,
+) -> str:
+    out = [
+        table(tlist, results, sizes),
+        "",
+        f"Cells of ours: value (a{TIMES} / b{TIMES}) = ours against the existing host plain / resilient; "
+        f"above 1{TIMES} ours is better "
+        "(ours/theirs where higher is better, theirs/ours where lower is better).",
+    ]
+    notes = footnotes(tlist, results)
+    if notes:
+        out += ["", *[f"- {n}" for n in notes]]
+    out += ["", "Targets (issue 5):", "", *[f"- {line}" for line in check_targets(tlist, results, sizes)]]
+    mode = "foreground" if ours_foreground else "background=true"
+    out += [
+        "",
+        f"Command: `{cmd}` ({elapsed / 60:.1f} min), ours with {mode} streams.",
+        "",
+        "Machine: " + "; ".join(f"{k}: {v}" for k, v in info.items() if v) + ".",
+    ]
+    return "\n".join(out)
+
+
+def render_saved(path: Path, update_readme: bool) -> None:
+    """Print (and with update_readme, put in bench/README.md) the report of a saved run."""
+    raw = json.loads(path.read_text())
+    sizes = Sizes(**{**raw["sizes"], "growth": tuple(raw["sizes"]["growth"])})
+    results = raw["results"]
+    for r in results.values():
+        if isinstance(r.get("growth"), dict):
+            r["growth"] = {int(k): v for k, v in r["growth"].items()}
+    tlist = [t for t in targets(raw.get("ours_foreground", False)) if t.key in results]
+    report = render(
+        tlist,
+        results,
+        sizes,
+        raw["command"],
+        raw["elapsed_s"],
+        raw["machine"],
+        raw.get("ours_foreground", False),
+    )
+    print(report)
+    if update_readme:
+        write_readme(report)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1112,10 +1234,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs, databases)")
     ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (90)")
+    ap.add_argument("--render", type=Path, help="only print the report of a saved run (bench/results/*.json)")
+    ap.add_argument(
+        "--render-readme", action="store_true", help="with --render: also put it in bench/README.md"
+    )
     args = ap.parse_args(argv)
+    if args.render:
+        render_saved(args.render, args.render_readme)
+        return
 
     t_start = time.time()
     load_at_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    commit_at_start = git_state()
     sizes = Sizes.quick() if args.quick else Sizes()
     if args.recovery_timeout:
         sizes.recovery_timeout_s = args.recovery_timeout
@@ -1149,7 +1279,9 @@ def main(argv: list[str] | None = None) -> None:
                 log(f"work directory (kept): {work}")
             for t in tlist:
                 log(f"--- {t.label}")
+                load = OtherLoad()
                 results[t.key] = run_target(t, want, sizes, work, existing_py, args.lease_seconds)
+                results[t.key]["other_load"] = load.done()
     finally:
         kill_leftovers()
     elapsed = time.time() - t_start
@@ -1157,29 +1289,23 @@ def main(argv: list[str] | None = None) -> None:
     cmd = "python -m bench" + (" " + " ".join(sys.argv[1:]) if argv is None and sys.argv[1:] else "")
     info = machine(existing_py)
     info = {**info, "load average at the start": load_at_start}
-    out = [
-        table(tlist, results, sizes),
-        "",
-        f"Cells of ours: value (a{TIMES} / b{TIMES}) = ours against the existing host plain / resilient; "
-        f"above 1{TIMES} ours is better "
-        "(ours/theirs where higher is better, theirs/ours where lower is better).",
-    ]
-    notes = footnotes(tlist, results)
-    if notes:
-        out += ["", *[f"- {n}" for n in notes]]
-    out += ["", "Targets (issue 5):", "", *[f"- {line}" for line in check_targets(tlist, results, sizes)]]
-    out += [
-        "",
-        f"Command: `{cmd}` ({elapsed / 60:.1f} min){' — ours with ' + ('foreground' if args.ours_foreground else 'background=true') + ' streams'}.",
-        "",
-        "Machine: " + "; ".join(f"{k}: {v}" for k, v in info.items() if v) + ".",
-    ]
-    report = "\n".join(out)
+    if info["commit"] != commit_at_start:
+        info["commit"] = (
+            f"{commit_at_start} at the start, {info['commit']} at the end (the code changed during the run)"
+        )
+    report = render(tlist, results, sizes, cmd, elapsed, info, args.ours_foreground)
     print()
     print(report)
 
     RESULTS_DIR.mkdir(exist_ok=True)
-    raw = {"command": cmd, "elapsed_s": elapsed, "machine": info, "sizes": sizes.__dict__, "results": results}
+    raw = {
+        "command": cmd,
+        "elapsed_s": elapsed,
+        "machine": info,
+        "ours_foreground": args.ours_foreground,
+        "sizes": sizes.__dict__,
+        "results": results,
+    }
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     (RESULTS_DIR / f"side-by-side-{stamp}.json").write_text(json.dumps(raw, indent=1, default=str))
     if args.json:
