@@ -95,7 +95,14 @@ def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
         connect_args={"timeout": 30, "check_same_thread": False},
     )
 
-    @event.listens_for(engine.sync_engine, "connect")
+    _configure_sqlite(engine.sync_engine, immediate=immediate)
+    return engine
+
+
+def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
+    """WAL, full sync, a busy timeout, and transactions we begin ourselves."""
+
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         # Manage transactions ourselves (pysqlite's implicit BEGIN is deferred and lazy).
         dbapi_conn.isolation_level = None
@@ -105,11 +112,9 @@ def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
         cur.execute("PRAGMA busy_timeout=30000")
         cur.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
 
 
 def open_database(raw_url: str, *, pool_size: int = 10) -> Database:
@@ -151,17 +156,5 @@ def sqlite_sync_engine(url: URL) -> Engine:
         connect_args={"timeout": 30, "check_same_thread": False},
     )
 
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=FULL")
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
+    _configure_sqlite(engine, immediate=True)
     return engine
