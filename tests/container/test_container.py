@@ -110,7 +110,7 @@ def running(
 ) -> Iterator[Container]:
     port = free_port()
     name = f"{name}-{os.getpid()}"
-    podman.run("rm", "-f", name, check=False, quiet=True)
+    podman.run("rm", "-f", "-v", name, check=False, quiet=True)
     net = ["--network", "host", "-e", f"PORT={port}"] if host_network else ["-p", f"127.0.0.1:{port}:8088"]
     # No systemd here to time the HEALTHCHECK: disable its timer (`podman healthcheck run` still works).
     podman.run("run", "-d", "--name", name, "--health-interval", "disable", *net, *options, image)
@@ -120,7 +120,7 @@ def running(
         yield container
     finally:
         tail = container.logs()[-3000:]
-        podman.run("rm", "-f", "-t", "0", name, check=False, quiet=True)
+        podman.run("rm", "-f", "-v", "-t", "0", name, check=False, quiet=True)
         print(f"--- logs of {name} (tail) ---\n{tail}")
 
 
