@@ -28,12 +28,16 @@ async def relay_committed(host: Host, response_id: str, after: int) -> AsyncIter
     sub = host.store.notifier.subscribe(response_id)
     try:
         last = after
+        check_store = True
         while True:
             sub.clear()
             # The outbox keeps what it just committed for watched responses: same rows, no read.
-            rows = host.store.notifier.tail_after(response_id, last) or await host.store.read_events(
-                response_id, last, limit=2000
-            )
+            # The table is read when the tail does not reach back far enough, or after a wake-up
+            # the tail cannot explain (rows committed by another path or another process).
+            rows = host.store.notifier.tail_after(response_id, last)
+            if rows is None or (not rows and check_store):
+                rows = await host.store.read_events(response_id, last, limit=2000)
+            check_store = False
             if rows:
                 yield b"".join(frame(r.type, r.seq, r.data) for r in rows)
                 last = rows[-1].seq
@@ -47,6 +51,7 @@ async def relay_committed(host: Host, response_id: str, after: int) -> AsyncIter
             # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
             fallback = 5.0 if host.store.cross_process_wakeups else host.settings.remote_poll_seconds
             woke = await sub.wait(None if local else fallback)
+            check_store = True
             if not woke and not local:
                 row = await host.store.get_response(response_id, None)
                 if row is None:

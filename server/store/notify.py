@@ -36,12 +36,13 @@ class Notifier:
             del tail[: len(tail) - TAIL_LIMIT // 2]
 
     def tail_after(self, response_id: str, seq: int) -> list[EventRow] | None:
-        """Committed rows after `seq` if the tail covers them, else None (read the store)."""
+        """Rows this process committed after `seq` (maybe none yet); None if the tail
+        does not reach back to `seq` (read the store)."""
         tail = self._tails.get(response_id)
         if not tail:
             return None
         first = tail[0].seq
-        if seq + 1 < first or seq >= tail[-1].seq:
+        if seq + 1 < first:
             return None
         return tail[seq + 1 - first :]
 

@@ -1,0 +1,24 @@
+"""The notifier's committed tail: what a local relay may send without reading the table."""
+
+from server.store.notify import Notifier
+from server.store.records import EventRow
+
+
+def rows(a: int, b: int) -> list[EventRow]:
+    return [EventRow(i, "t", "{}") for i in range(a, b)]
+
+
+def test_tail_only_for_watched_responses_and_only_contiguous() -> None:
+    n = Notifier()
+    n.committed("r", rows(0, 3))
+    assert n.tail_after("r", -1) is None  # nobody watched: nothing kept
+    sub = n.subscribe("r")
+    n.committed("r", rows(3, 5))
+    assert [r.seq for r in n.tail_after("r", 2) or []] == [3, 4]
+    assert n.tail_after("r", 4) == []  # covered, nothing new yet
+    assert n.tail_after("r", 1) is None  # reaches back before the tail: read the table
+    n.committed("r", rows(7, 8))  # a gap (rows 5-6 came another way): start over
+    assert n.tail_after("r", 4) is None
+    assert [r.seq for r in n.tail_after("r", 6) or []] == [7]
+    sub.close()
+    assert n.tail_after("r", 6) is None  # forgotten with its last watcher
