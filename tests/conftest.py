@@ -52,7 +52,7 @@ def new_pg_database() -> str:
         msg = f"PostgreSQL not reachable at {PG_ADMIN}: {problem}"
         if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
             pytest.fail(msg)
-        pytest.skip(msg)
+        pytest.skip(reason=msg)
     name = f"dr_e2e_{uuid.uuid4().hex[:12]}"
     _pg_admin(f'CREATE DATABASE "{name}"')
     base = PG_ADMIN.rsplit("/", 1)[0]

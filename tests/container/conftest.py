@@ -90,7 +90,7 @@ def containers_conf(tmp: Path) -> Path:
 @pytest.fixture(scope="session")
 def podman(tmp_path_factory: pytest.TempPathFactory) -> Podman:
     if shutil.which("podman") is None:
-        pytest.skip("podman is not installed (apt-get install podman runc debootstrap)")
+        pytest.skip(reason="podman is not installed (apt-get install podman runc debootstrap)")
     env = dict(os.environ)
     env["CONTAINERS_CONF"] = str(containers_conf(tmp_path_factory.mktemp("podman")))
     return Podman(env)

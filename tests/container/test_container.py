@@ -217,7 +217,7 @@ def pg_url() -> Iterator[str]:
         message = f"PostgreSQL not reachable at {PG_ADMIN}: {exc}"
         if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
             pytest.fail(message)
-        pytest.skip(message)
+        pytest.skip(reason=message)
     name = f"dr_container_{uuid.uuid4().hex[:12]}"
     pg_admin(f'CREATE DATABASE "{name}"')
     try:

@@ -85,7 +85,7 @@ async def pg_server() -> AsyncIterator[PgServer]:
         message = f"PostgreSQL not reachable at {where}: {type(exc).__name__}: {exc}"
         if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
             pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        pytest.skip(reason=message)
     server = PgServer(admin)
     try:
         yield server
