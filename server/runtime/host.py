@@ -161,10 +161,7 @@ class Host:
             if existing is not None:
                 return existing
         prev = await self.continuations.check(user_id, req)
-        inputs = [dict(item) for item in req.input_items]
-        for pos, item in enumerate(inputs):
-            if not item.get("id"):
-                item["id"] = input_item_id(rid, pos)
+        inputs = _ids(req, rid)
         req = _with_inputs(req, inputs)
         now = time.time()
         answered: str | None = None

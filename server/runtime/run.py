@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_framework import InMemoryCheckpointStorage, Message, WorkflowAgent, WorkflowCheckpoint
+from agent_framework import InMemoryCheckpointStorage, Message, WorkflowCheckpoint
 
 from ..protocol import events as ev
 from ..protocol.request import CreateRequest
@@ -79,7 +79,6 @@ class ResponseRun:
         plan: RunPlan,
         background: bool,
         allowed_types: tuple[str, ...] = (),
-        prior_output: list[dict[str, Any]] | None = None,
         reader: Store | None = None,
         owner: str = "",
     ) -> None:
@@ -106,7 +105,6 @@ class ResponseRun:
         self._last_checkpoint_id: str | None = None
         self._closed_this_run: list[ClosedItem] = []
         self._all_output_here = mapper.next_output_index == 0
-        self._memory_output = prior_output or []
         self.storage: Any = None
         self.on_finished: list[Callable[[ResponseRun], None]] = []
         self.queued = False  # a background response still `queued`: announce in_progress first
@@ -402,7 +400,3 @@ class _MemoryStorage(InMemoryCheckpointStorage):
         self._run._closed_this_run.extend(closed)
         await self._run.sink.commit(closed)
         return cid
-
-
-def is_workflow_agent(agent: object) -> bool:
-    return isinstance(agent, WorkflowAgent)
