@@ -179,7 +179,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                     start,
                 )
             on_close = None if req.background else (lambda: host.stop_foreground(created.response_id))
-            return sse(host.relay(created.response_id, -1), on_close, start)
+            return sse(host.relay(created.response_id, -1, created.subscription), on_close, start)
         if req.background:
             return JSONResponse(await host.get(user_of(request), created.response_id))
         waiter = asyncio.ensure_future(host.wait(created))

@@ -1,13 +1,16 @@
 """Builders of the streaming events of a response, one function per event type.
 
-Invariant: every builder returns a fresh dict with every field the Open Responses
-`*StreamingEvent` schema requires except `sequence_number`, which only the outbox assigns (the
-caller sets `event["sequence_number"]` when it commits the event), so numbering has one owner.
+Invariants:
+- Every builder returns a new dict with every field the Open Responses `*StreamingEvent` schema
+  requires except `sequence_number`, which only the sink assigns (it sets
+  `event["sequence_number"]` when it takes the event), so numbering has one owner.
+- Builders do not copy the items, parts and responses they are given (this is the hot path):
+  an event is serialized the moment it is emitted, so the caller may change or reuse them
+  afterwards, but not before.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 RESPONSE_CREATED = "response.created"
@@ -31,7 +34,7 @@ TERMINAL_EVENT_TYPES: frozenset[str] = frozenset({RESPONSE_COMPLETED, RESPONSE_F
 
 
 def _lifecycle(event_type: str, response: dict[str, Any]) -> dict[str, Any]:
-    return {"type": event_type, "response": copy.deepcopy(response)}
+    return {"type": event_type, "response": response}
 
 
 def response_created(response: dict[str, Any]) -> dict[str, Any]:
@@ -60,11 +63,11 @@ def response_incomplete(response: dict[str, Any]) -> dict[str, Any]:
 
 
 def output_item_added(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": OUTPUT_ITEM_ADDED, "output_index": output_index, "item": copy.deepcopy(item)}
+    return {"type": OUTPUT_ITEM_ADDED, "output_index": output_index, "item": item}
 
 
 def output_item_done(output_index: int, item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": OUTPUT_ITEM_DONE, "output_index": output_index, "item": copy.deepcopy(item)}
+    return {"type": OUTPUT_ITEM_DONE, "output_index": output_index, "item": item}
 
 
 def _part_event(
@@ -75,7 +78,7 @@ def _part_event(
         "item_id": item_id,
         "output_index": output_index,
         "content_index": content_index,
-        "part": copy.deepcopy(part),
+        "part": part,
     }
 
 

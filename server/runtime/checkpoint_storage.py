@@ -7,6 +7,9 @@ Invariants:
 - `save()` goes through the run's commit hook, which commits the checkpoint in the same
   transaction as every event produced before it (the pairing). The framework swallows errors
   raised by `save()`, so the hook also marks the run failed: the host stops it itself.
+- The hook may return before the checkpoint is committed (the run pipelines supersteps);
+  every read first waits for the run's writes (`settle`), so a read never misses a checkpoint
+  this run saved.
 - Decoding enforces the framework's allow-list plus the app's registered types.
 """
 
@@ -23,6 +26,7 @@ from ..store.records import CheckpointRow, Write
 from ._af_private import decode_checkpoint, encode_checkpoint
 
 SaveHook = Callable[[WorkflowCheckpoint, str], Awaitable[None]]
+SettleHook = Callable[[], Awaitable[None]]
 
 
 class SqlCheckpointStorage:
@@ -35,6 +39,7 @@ class SqlCheckpointStorage:
         response_id: str,
         allowed_types: Iterable[str] = (),
         on_save: SaveHook | None = None,
+        settle: SettleHook | None = None,
     ) -> None:
         self._store = store
         self.user_id = user_id
@@ -42,6 +47,7 @@ class SqlCheckpointStorage:
         self.response_id = response_id
         self._allowed = tuple(allowed_types)
         self._on_save = on_save
+        self._settle = settle
         self.saved: list[str] = []
         self.failure: BaseException | None = None
 
@@ -61,6 +67,10 @@ class SqlCheckpointStorage:
         self.saved.append(checkpoint.checkpoint_id)
         return checkpoint.checkpoint_id
 
+    async def _settled(self) -> None:
+        if self._settle is not None:
+            await self._settle()
+
     def row(self, checkpoint: WorkflowCheckpoint, data: str, *, event_seq: int) -> CheckpointRow:
         return CheckpointRow(
             checkpoint_id=checkpoint.checkpoint_id,
@@ -74,28 +84,33 @@ class SqlCheckpointStorage:
         )
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
+        await self._settled()
         row = await self._store.load_checkpoint(checkpoint_id, self.user_id)
         if row is None:
             raise WorkflowCheckpointException(f"No checkpoint found with ID {checkpoint_id}")
         return decode_checkpoint(row.data, allowed_types=self._allowed)
 
     async def list_checkpoints(self, *, workflow_name: str) -> list[WorkflowCheckpoint]:
+        await self._settled()
         rows = await self._store.list_checkpoints(
             user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
         )
         return [decode_checkpoint(r.data, allowed_types=self._allowed) for r in rows]
 
     async def list_checkpoint_ids(self, *, workflow_name: str) -> list[str]:
+        await self._settled()
         rows = await self._store.list_checkpoints(
             user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
         )
         return [r.checkpoint_id for r in rows]
 
     async def get_latest(self, *, workflow_name: str) -> WorkflowCheckpoint | None:
+        await self._settled()
         row = await self._store.latest_checkpoint(
             user_id=self.user_id, lineage=self.lineage, workflow_name=workflow_name
         )
         return None if row is None else decode_checkpoint(row.data, allowed_types=self._allowed)
 
     async def delete(self, checkpoint_id: str) -> bool:
+        await self._settled()
         return await self._store.delete_checkpoint(checkpoint_id, self.user_id)

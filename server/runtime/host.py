@@ -36,6 +36,7 @@ from ..store import (
     InputItemRow,
     ResponseRow,
     Store,
+    Subscription,
 )
 from .apps import HostedApp
 from .continuation import Continuations
@@ -46,6 +47,10 @@ from .run import ResponseRun, RunPlan
 from .sinks import MemorySink, SqlSink
 
 log = logging.getLogger("durable_responses.host")
+
+# Seconds after its run ends before a creator's subscription whose stream never started is
+# dropped (a live relay closes its own long before).
+_ABANDONED_SUB = 30.0
 
 
 @dataclass
@@ -68,6 +73,8 @@ class Created:
     run: ResponseRun | None
     memory: MemorySink | None = None
     existing: bool = False
+    # The creator's stream: watching since before the creation committed (see `relay`).
+    subscription: Subscription | None = None
 
 
 def _request_hash(req: CreateRequest) -> str:
@@ -196,23 +203,36 @@ class Host:
             e["sequence_number"] = seq
             events.append(EventRow(seq, e["type"], dumps(e)))
         input_rows = [InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
+        # A streaming creator watches before the commit: its relay starts from the committed
+        # tail (no read back of the rows just written).
+        sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
             plan = await self._plan(user_id, req, rid)
             await self.store.insert_response(row, input_rows, events)
         except DuplicateResponse as exc:
+            if sub is not None:
+                sub.close()
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
             raise errors.conflict(
                 f"A response with id '{rid}' already exists.", code="duplicate_response_id"
             ) from exc
         except BaseException:
+            if sub is not None:
+                sub.close()
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
             raise
         run = self._make_run(
             row, req, plan, start_seq=len(events), next_index=0, status=status, defer=req.stream
         )
-        return Created(rid, req, run)
+        if sub is not None:
+            # Normally the relay closes it; this is for a stream that never started.
+            def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
+                asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
+
+            run.on_finished.append(drop_later)
+        return Created(rid, req, run, subscription=sub)
 
     async def _existing(self, user_id: str, rid: str, req: CreateRequest) -> Created | None:
         """A client retry with the same client-chosen id gets the same response (idempotency)."""
@@ -412,9 +432,9 @@ class Host:
 
     # -- stream -------------------------------------------------------------------------
 
-    def relay(self, response_id: str, after: int) -> AsyncIterator[bytes]:
+    def relay(self, response_id: str, after: int, sub: Subscription | None = None) -> AsyncIterator[bytes]:
         """Committed events after `after`, as SSE frames, until the terminal event."""
-        return relay_committed(self, response_id, after)
+        return relay_committed(self, response_id, after, sub)
 
     def relay_memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
         return relay_memory(sink, after)

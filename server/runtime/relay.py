@@ -16,16 +16,23 @@ from typing import TYPE_CHECKING
 
 from ..protocol import events as ev
 from ..protocol.sse import frame
-from ..store import TERMINAL_STATUSES
+from ..store import TERMINAL_STATUSES, Subscription
 from .sinks import MemorySink
 
 if TYPE_CHECKING:
     from .host import Host
 
 
-async def relay_committed(host: Host, response_id: str, after: int) -> AsyncIterator[bytes]:
-    """Committed events after `after`, as SSE frames, until the terminal event."""
-    sub = host.store.notifier.subscribe(response_id)
+async def relay_committed(
+    host: Host, response_id: str, after: int, sub: Subscription | None = None
+) -> AsyncIterator[bytes]:
+    """Committed events after `after`, as SSE frames, until the terminal event.
+
+    `sub`: a subscription taken before the response was created (the creator's own stream),
+    so its first events come from the committed tail instead of a read. The relay closes it.
+    """
+    if sub is None or sub.closed:
+        sub = host.store.notifier.subscribe(response_id)
     try:
         last = after
         check_store = True

@@ -109,6 +109,7 @@ class ResponseRun:
         self.on_finished: list[Callable[[ResponseRun], None]] = []
         self.queued = False  # a background response still `queued`: announce in_progress first
         self._end_task: asyncio.Future[None] | None = None
+        self._checkpoint_write: asyncio.Future[None] | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -240,7 +241,9 @@ class ResponseRun:
                 created_at=int(self.created_at),
             )
             self.sink.emit(ev.response_in_progress(snapshot))
-            await self.sink.commit(status="in_progress")
+            # Not awaited: the transition rides with the next commit (order is kept), so the
+            # agent starts at once.
+            self.sink.send(status="in_progress")
         kwargs: dict[str, Any] = {"stream": True}
         if self.is_workflow:
             self.storage = self._make_storage()
@@ -288,17 +291,36 @@ class ResponseRun:
             response_id=self.response_id,
             allowed_types=self.allowed_types,
             on_save=self._on_save,
+            settle=self._settle,
         )
 
     async def _on_save(self, checkpoint: WorkflowCheckpoint, data: str) -> None:
-        """The pairing: close this superstep's items, commit them with the checkpoint."""
+        """The pairing: close this superstep's items, commit them with the checkpoint.
+
+        Pipelined: the checkpoint's write is handed to the outbox and the next superstep starts
+        while it commits; only the previous checkpoint's write is awaited (back-pressure, and
+        a failure surfaces one superstep later at most). The pairing does not depend on the
+        wait: the checkpoint, its closed items and the events before it are one write, and
+        writes commit in order. Reads of this run's checkpoints wait for it (`_settle`).
+
+        The run's first checkpoint (the framework's entry checkpoint) is awaited: the first
+        superstep often holds the event loop for a while, and the first output's commit
+        would otherwise queue behind a commit that cannot progress meanwhile.
+        """
         closed = self.mapper.close_all("completed")
         self._closed_this_run.extend(closed)
         assert isinstance(self.storage, SqlCheckpointStorage)
         row = self.storage.row(checkpoint, data, event_seq=self.sink.last_seq)
-        await self.sink.commit(closed, checkpoint=row)
+        write = self.sink.send(closed, checkpoint=row, urgent=True)
+        previous, self._checkpoint_write = self._checkpoint_write, write
         self._last_checkpoint = checkpoint
         self._last_checkpoint_id = checkpoint.checkpoint_id
+        await asyncio.shield(previous if previous is not None else write)
+
+    async def _settle(self) -> None:
+        """Wait until this run's newest checkpoint is committed (before reading checkpoints)."""
+        if self._checkpoint_write is not None:
+            await asyncio.shield(self._checkpoint_write)
 
     # -- the end ------------------------------------------------------------------------
 

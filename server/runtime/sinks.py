@@ -7,13 +7,18 @@ Invariants:
   burst of updates, coalesced with `call_soon`), so they are group-committed within
   milliseconds; `durable` delivery holds them until the next commit point (a checkpoint or
   the end), so a client only ever sees events whose superstep is checkpointed.
-- `commit()` awaits the database: a checkpoint row is committed in the same transaction as the
-  events still held, and after every event handed over earlier (the outbox keeps order).
+- `send()` hands a write to the outbox without waiting and `commit()` waits for it: either way
+  a checkpoint row is committed in the same transaction as the events still held, and after
+  every event handed over earlier (the outbox commits in submission order).
+- Nothing is handed over after a failed write of the same sink: `send()` raises instead, so a
+  checkpoint can never be committed behind outputs that were lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +45,24 @@ class Sink:
     def emit(self, event: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def send(
+        self,
+        closed: Sequence[ClosedItem] = (),
+        *,
+        checkpoint: CheckpointRow | None = None,
+        pending: Sequence[PendingRequestRow] = (),
+        status: str | None = None,
+        finish: Finish | None = None,
+        prune: tuple[str, str] | None = None,
+        urgent: bool = False,
+    ) -> asyncio.Future[None]:
+        """Hand the events held so far, plus these rows, to the outbox as one write; do not wait.
+
+        The returned future resolves once the write is committed. Raises the sink's failure if
+        an earlier write of this sink failed: nothing may commit after a gap.
+        """
+        raise NotImplementedError
+
     async def commit(
         self,
         closed: Sequence[ClosedItem] = (),
@@ -50,7 +73,23 @@ class Sink:
         finish: Finish | None = None,
         prune: tuple[str, str] | None = None,
     ) -> None:
-        raise NotImplementedError
+        """`send()` at once (no group-commit window) and wait until it is committed."""
+        fut = self.send(
+            closed,
+            checkpoint=checkpoint,
+            pending=pending,
+            status=status,
+            finish=finish,
+            prune=prune,
+            urgent=True,
+        )
+        try:
+            await fut
+        except Exception as exc:
+            # (A cancelled await is not a failed write: the outbox still commits it.)
+            if self.failure is None:
+                self.failure = exc
+            raise
 
     @property
     def last_seq(self) -> int:
@@ -71,6 +110,8 @@ class SqlSink(Sink):
         self.seq = start_seq
         self._pending: list[EventRow] = []
         self._flush_scheduled = False
+        # Writes handed over and not yet seen to complete, oldest first (they complete in order).
+        self._inflight: deque[asyncio.Future[None]] = deque()
         self.failure = None
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -84,17 +125,27 @@ class SqlSink(Sink):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        if not self._pending or self.failure is not None:
-            return
-        write = Write(response_id=self._rid, owner=self._owner, events=self._pending)
-        self._pending = []
-        self._store.submit(write).add_done_callback(self._on_done)
+        if self._pending and self.failure is None:
+            with contextlib.suppress(Exception):  # the failure is kept in `self.failure`
+                self.send()
+
+    def _check(self) -> None:
+        """Raise if a write of this sink failed, including one that failed a moment ago.
+
+        The done-callback that records a failure runs a loop turn later; in between, another
+        write must not slip in behind the failed one (a checkpoint after lost outputs).
+        """
+        inflight = self._inflight
+        while inflight and inflight[0].done():
+            self._on_done(inflight.popleft())
+        if self.failure is not None:
+            raise self.failure
 
     def _on_done(self, fut: asyncio.Future[None]) -> None:
         if not fut.cancelled() and fut.exception() is not None and self.failure is None:
             self.failure = fut.exception()
 
-    async def commit(
+    def send(
         self,
         closed: Sequence[ClosedItem] = (),
         *,
@@ -103,9 +154,9 @@ class SqlSink(Sink):
         status: str | None = None,
         finish: Finish | None = None,
         prune: tuple[str, str] | None = None,
-    ) -> None:
-        if self.failure is not None:
-            raise self.failure
+        urgent: bool = False,
+    ) -> asyncio.Future[None]:
+        self._check()
         write = Write(
             response_id=self._rid,
             owner=self._owner,
@@ -116,15 +167,13 @@ class SqlSink(Sink):
             status=status,
             finish=finish,
             prune=prune,
+            urgent=urgent,
         )
         self._pending = []
-        try:
-            await self._store.submit(write)
-        except Exception as exc:
-            # (A cancelled await is not a failed write: the outbox still commits it.)
-            if self.failure is None:
-                self.failure = exc
-            raise
+        fut = self._store.submit(write)
+        fut.add_done_callback(self._on_done)
+        self._inflight.append(fut)
+        return fut
 
 
 class MemorySink(Sink):
@@ -146,7 +195,7 @@ class MemorySink(Sink):
             self.done = True
         self.changed.set()
 
-    async def commit(
+    def send(
         self,
         closed: Sequence[ClosedItem] = (),
         *,
@@ -155,6 +204,10 @@ class MemorySink(Sink):
         status: str | None = None,
         finish: Finish | None = None,
         prune: tuple[str, str] | None = None,
-    ) -> None:
+        urgent: bool = False,
+    ) -> asyncio.Future[None]:
         self.closed_items.extend(closed)
         self.changed.set()
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut

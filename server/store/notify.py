@@ -89,6 +89,7 @@ class Subscription:
         self._notifier = notifier
         self.response_id = response_id
         self._event = asyncio.Event()
+        self.closed = False
 
     def clear(self) -> None:
         self._event.clear()
@@ -104,7 +105,10 @@ class Subscription:
             return False
 
     def close(self) -> None:
-        self._notifier._release(self)
+        """Stop watching (idempotent)."""
+        if not self.closed:
+            self.closed = True
+            self._notifier._release(self)
 
     def __enter__(self) -> Subscription:
         return self

@@ -255,7 +255,7 @@ class Outbox:
 
 
 def _awaited(w: Write) -> bool:
-    return w.checkpoint is not None or w.create is not None or w.finish is not None or w.status is not None
+    return w.urgent or w.checkpoint is not None or w.create is not None or w.finish is not None
 
 
 def _after_failure(response_id: str, exc: BaseException) -> BaseException:

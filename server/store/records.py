@@ -114,6 +114,9 @@ class Write:
     # (user id, lineage): keep only the newest checkpoint of this response and of its lineage.
     prune: tuple[str, str] | None = None
     lease_until: float | None = None
+    # Someone waits on this write (a first output, a creation): the writer commits it at once
+    # instead of waiting its group-commit window for more.
+    urgent: bool = False
     future: asyncio.Future[None] | None = None
 
 

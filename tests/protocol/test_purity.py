@@ -1,4 +1,4 @@
-"""The protocol layer stays pure: stdlib imports only, no I/O or asyncio, a docstring on every module."""
+"""The protocol layer stays pure: stdlib (and orjson) imports only, no I/O or asyncio, a docstring on every module."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ ALLOWED = {
     "hashlib",
     "json",
     "math",
+    "orjson",  # a JSON encoder: no I/O, no state
     "re",
     "secrets",
     "time",

@@ -1,0 +1,64 @@
+"""`SqlSink` and `MemorySink`: events are taken as emitted, and nothing follows a failed write."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from server.protocol import events as ev
+from server.protocol import items
+from server.runtime.sinks import MemorySink, SqlSink
+from server.store import LeaseLost, Store
+from tests.store.helpers import checkpoint, event, owned
+
+
+async def test_an_event_is_taken_as_it_was_when_emitted(store: Store) -> None:
+    """Builders do not copy (hot path): the sink serializes at `emit`, so later changes to the
+    item (the mapper closes it) never reach an event already emitted."""
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    sink = SqlSink(store, "resp_1", "p1", live=False, start_seq=1)
+    item = items.message_item("msg_1", status="in_progress")
+    sink.emit(ev.output_item_added(0, item))
+    item["status"] = "completed"
+    await sink.commit()
+    (row,) = await store.read_events("resp_1", 0)
+    assert json.loads(row.data)["item"]["status"] == "in_progress"
+
+    memory = MemorySink()
+    item = items.message_item("msg_2", status="in_progress")
+    memory.emit(ev.output_item_added(0, item))
+    item["status"] = "completed"
+    assert json.loads(memory.events[0].data)["item"]["status"] == "in_progress"
+
+
+async def test_send_does_not_wait_and_commit_does(store: Store) -> None:
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    sink = SqlSink(store, "resp_1", "p1", live=False, start_seq=1)
+    sink.emit(ev.output_text_delta("msg_1", 0, 0, "a"))
+    sent = sink.send(checkpoint=checkpoint("cp_1", "resp_1", event_seq=1))
+    assert not sent.done()  # handed over, not committed yet
+    sink.emit(ev.output_text_delta("msg_1", 0, 0, "b"))
+    await sink.commit()
+    assert sent.done()  # writes commit in order: the later commit implies the earlier
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2]
+    assert await store.load_checkpoint("cp_1", "alice") is not None
+
+
+async def test_nothing_is_handed_over_behind_a_failed_write(store: Store) -> None:
+    """A checkpoint must never commit after outputs that were lost: once a write of the sink
+    failed, `send` raises, even in the loop turn before the failure callback has run."""
+    await store.insert_response(owned("resp_1", "other-owner"), [], [event(0, "response.created")])
+    sink = SqlSink(store, "resp_1", "p1", live=False, start_seq=1)
+    sink.emit(ev.output_text_delta("msg_1", 0, 0, "lost"))
+    failed = sink.send(urgent=True)
+    while not failed.done():
+        await asyncio.sleep(0)
+    with pytest.raises(LeaseLost):
+        sink.send(checkpoint=checkpoint("cp_1", "resp_1", event_seq=1))
+    with pytest.raises(LeaseLost):
+        await sink.commit()
+    await asyncio.sleep(0.05)
+    assert await store.load_checkpoint("cp_1", "alice") is None
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0]
