@@ -26,7 +26,8 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ._engine import SQLITE, Database, sqlite_sync_engine
+from ._engine import POSTGRESQL, SQLITE, Database, sqlite_sync_engine
+from ._pg_writer import PgWriter, qualifies
 from ._plan import Op, plan
 from .notify import Notifier
 from .records import DuplicateResponse, LeaseLost, StoreError, Write
@@ -52,6 +53,7 @@ class Outbox:
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._sqlite = SqliteWriter(db.url) if db.dialect == SQLITE else None
+        self._pg = PgWriter(db.url, lease_seconds=lease_seconds) if db.dialect == POSTGRESQL else None
         self._urgent = asyncio.Event()
         self.commits = 0  # number of transactions, for benchmarks
         self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
@@ -84,6 +86,13 @@ class Outbox:
         self._task = None
         if self._sqlite is not None:
             await self._sqlite.close()
+        if self._pg is not None:
+            await self._pg.close()
+
+    def notify_replicas(self, channel: str, prefix: str) -> None:
+        """PostgreSQL: tell other replicas what committed, inside each transaction."""
+        if self._pg is not None:
+            self._pg.notify = (channel, prefix)
 
     def submit(self, write: Write) -> asyncio.Future[None]:
         if write.future is None:
@@ -153,32 +162,63 @@ class Outbox:
 
     async def _commit_batch(self, batch: list[Write]) -> None:
         real = [w for w in batch if w.response_id]
-        try:
-            if real:
-                await self._commit(real)
-        except Exception as exc:
-            if len(real) == 1:
-                self._fail(real, exc)
-                self._poison(real[0], exc)
-            else:
-                failed: dict[tuple[str, str | None], BaseException] = {}
-                for w in real:
-                    if (w.response_id, w.owner) in failed:
-                        self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
-                        continue
-                    try:
-                        await self._commit([w])
-                    except Exception as one_exc:
-                        failed[(w.response_id, w.owner)] = one_exc
-                        self._fail([w], one_exc)
-                        self._poison(w, one_exc)
-                    else:
-                        self._succeed([w])
-        else:
-            self._succeed(real)
+        if real:
+            fast, general = self._split(real)
+            if fast:
+                await self._commit_group(fast, fast=True)
+            if general:
+                await self._commit_group(general, fast=False)
         for w in batch:
             if not w.response_id and w.future is not None and not w.future.done():
                 w.future.set_result(None)
+
+    def _split(self, writes: list[Write]) -> tuple[list[Write], list[Write]]:
+        """PostgreSQL: responses whose writes all qualify take the one-statement path.
+
+        A response's writes stay together (in order) on one path; responses are independent,
+        so the two groups may commit in either order.
+        """
+        if self._pg is None:
+            return [], writes
+        slow = {w.response_id for w in writes if not qualifies(w)}
+        if not slow:
+            return writes, []
+        fast = [w for w in writes if w.response_id not in slow]
+        return fast, [w for w in writes if w.response_id in slow]
+
+    async def _commit_group(self, writes: list[Write], *, fast: bool) -> None:
+        try:
+            lost = await self._commit(writes, fast=fast)
+        except Exception as exc:
+            if len(writes) == 1 and not fast:
+                self._fail(writes, exc)
+                self._poison(writes[0], exc)
+                return
+            # Retry each write alone on the general path, so one bad write cannot fail its
+            # neighbours; the writes of a response behind a failed one fail with it.
+            failed: dict[tuple[str, str | None], BaseException] = {}
+            for w in writes:
+                if (w.response_id, w.owner) in failed:
+                    self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                    continue
+                try:
+                    await self._commit([w], fast=False)
+                except Exception as one_exc:
+                    failed[(w.response_id, w.owner)] = one_exc
+                    self._fail([w], one_exc)
+                    self._poison(w, one_exc)
+                else:
+                    self._succeed([w])
+            return
+        if not lost:
+            self._succeed(writes)
+            return
+        self._succeed([w for w in writes if (w.response_id, w.owner) not in lost])
+        for w in writes:
+            if (w.response_id, w.owner) in lost:
+                fenced_off = LeaseLost(w.response_id)
+                self._fail([w], fenced_off)
+                self._poison(w, fenced_off)
 
     def _succeed(self, writes: list[Write]) -> None:
         for w in writes:
@@ -227,14 +267,26 @@ class Outbox:
                 last[w.response_id] = None  # finished: stop tracking
         return last
 
-    async def _commit(self, writes: list[Write]) -> None:
+    async def _commit(self, writes: list[Write], *, fast: bool = False) -> set[tuple[str, str]]:
+        """Commit `writes`; return the (response, owner) pairs fenced off (fast path only: the
+        general path raises `LeaseLost` and commits nothing)."""
         advanced = self._check_continuity(writes)
-        await self._commit_unchecked(writes)
+        lost: set[tuple[str, str]] = set()
+        if fast:
+            assert self._pg is not None
+            lost = await self._pg.run(writes)
+            self.commits += 1
+        else:
+            await self._commit_unchecked(writes)
+        lost_ids = {rid for rid, _owner in lost}
         for rid, seq in advanced.items():
+            if rid in lost_ids:
+                continue
             if seq is None:
                 self._last_seq.pop(rid, None)
             else:
                 self._last_seq[rid] = seq
+        return lost
 
     async def _commit_unchecked(self, writes: list[Write]) -> None:
         ops = plan(writes, lease_seconds=self._lease_seconds)

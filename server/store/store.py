@@ -80,6 +80,7 @@ class Store:
                 await _pg_listen.notify(conn, instance, ids)
 
             self.outbox.cross_process_notify = tell_others
+            self.outbox.notify_replicas(_pg_listen.CHANNEL, instance + "|")
             self._listener = _pg_listen.PgListener(self.db.url, self.notifier, instance)
             self._listener.start()
 
