@@ -20,15 +20,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ._engine import POSTGRESQL, SQLITE, Database, sqlite_sync_engine
+from ._engine import POSTGRESQL, SQLITE, Database
 from ._pg_writer import PgWriter, qualifies
-from ._plan import Op, plan
+from ._plan import plan
+from ._sqlite_writer import SqliteWriter
 from .notify import Notifier
 from .records import DuplicateResponse, LeaseLost, StoreError, Write
 
@@ -52,7 +51,7 @@ class Outbox:
         self._lease_seconds = lease_seconds
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._sqlite = SqliteWriter(db.url) if db.dialect == SQLITE else None
+        self._sqlite = SqliteWriter(db.url, lease_seconds=lease_seconds) if db.dialect == SQLITE else None
         self._pg = PgWriter(db.url, lease_seconds=lease_seconds) if db.dialect == POSTGRESQL else None
         self._urgent = asyncio.Event()
         self.commits = 0  # number of transactions, for benchmarks
@@ -173,12 +172,12 @@ class Outbox:
                 w.future.set_result(None)
 
     def _split(self, writes: list[Write]) -> tuple[list[Write], list[Write]]:
-        """PostgreSQL: responses whose writes all qualify take the one-statement path.
+        """Responses whose writes all qualify take the dialect's fast path.
 
         A response's writes stay together (in order) on one path; responses are independent,
         so the two groups may commit in either order.
         """
-        if self._pg is None:
+        if self._pg is None and self._sqlite is None:
             return [], writes
         slow = {w.response_id for w in writes if not qualifies(w)}
         if not slow:
@@ -273,8 +272,11 @@ class Outbox:
         advanced = self._check_continuity(writes)
         lost: set[tuple[str, str]] = set()
         if fast:
-            assert self._pg is not None
-            lost = await self._pg.run(writes)
+            if self._pg is not None:
+                lost = await self._pg.run(writes)
+            else:
+                assert self._sqlite is not None
+                lost = await self._sqlite.run_writes(writes)
             self.commits += 1
         else:
             await self._commit_unchecked(writes)
@@ -322,34 +324,3 @@ async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_sec
         res = await conn.execute(op.stmt, op.params) if op.params is not None else await conn.execute(op.stmt)
         if op.fence is not None and res.rowcount != 1:
             raise LeaseLost(op.fence)
-
-
-def _run_ops_sync(conn: Connection, ops: list[Op]) -> None:
-    for op in ops:
-        res = conn.execute(op.stmt, op.params) if op.params is not None else conn.execute(op.stmt)
-        if op.fence is not None and res.rowcount != 1:
-            raise LeaseLost(op.fence)
-
-
-class SqliteWriter:
-    """SQLite's outbox transactions, each run whole in one dedicated thread.
-
-    One thread hop per transaction instead of one per statement: the event loop (busy with
-    agents) is needed twice per commit, not a dozen times, which keeps live delivery live.
-    The thread owns the single writing connection, so there is no lock-upgrade contention.
-    """
-
-    def __init__(self, url: URL) -> None:
-        self._engine = sqlite_sync_engine(url)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
-
-    async def run(self, ops: list[Op]) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._pool, self._run, ops)
-
-    def _run(self, ops: list[Op]) -> None:
-        with self._engine.begin() as conn:
-            _run_ops_sync(conn, ops)
-
-    async def close(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._pool, self._engine.dispose)
-        self._pool.shutdown(wait=True)

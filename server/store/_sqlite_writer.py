@@ -1,0 +1,121 @@
+"""SQLite's outbox transactions, each run whole in one dedicated thread.
+
+Invariants:
+- The thread owns the single writing connection (`BEGIN IMMEDIATE`), so there is no
+  lock-upgrade contention, and every transaction is one thread hop: the event loop (busy with
+  agents) is needed twice per commit, not once per statement.
+- Fast path (`run_writes`, the writes of every superstep, see `_pg_writer.qualifies`): a write
+  commits only if its owner's lease fence matches; a write fenced off commits nothing and is
+  reported, its neighbours commit. Rows go through the driver's `executemany` with fixed SQL:
+  SQLAlchemy's per-row parameter processing was most of the cost of a large batch, paid in a
+  thread that competes with the event loop for the GIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy.engine import URL, Connection
+
+from ._engine import sqlite_sync_engine
+from ._plan import Op
+from .records import LeaseLost, Write
+
+_FENCE = (
+    "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status) WHERE id = ? AND lease_owner = ?"
+)
+_EVENTS = "INSERT INTO events (response_id, seq, type, data) VALUES (?, ?, ?, ?)"
+_ITEMS = (
+    "INSERT INTO output_items (response_id, output_index, item_id, status, included, data) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_CHECKPOINTS = (
+    "INSERT INTO checkpoints "
+    "(checkpoint_id, user_id, lineage, response_id, workflow_name, event_seq, data, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def run_ops(conn: Connection, ops: list[Op]) -> None:
+    for op in ops:
+        res = conn.execute(op.stmt, op.params) if op.params is not None else conn.execute(op.stmt)
+        if op.fence is not None and res.rowcount != 1:
+            raise LeaseLost(op.fence)
+
+
+class SqliteWriter:
+    def __init__(self, url: URL, *, lease_seconds: float = 15.0) -> None:
+        self._engine = sqlite_sync_engine(url)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        self._lease_seconds = lease_seconds
+
+    async def run(self, ops: list[Op]) -> None:
+        """The general path: statements planned by `_plan`, in one transaction."""
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._run, ops)
+
+    def _run(self, ops: list[Op]) -> None:
+        with self._engine.begin() as conn:
+            run_ops(conn, ops)
+
+    async def run_writes(self, writes: list[Write]) -> set[tuple[str, str]]:
+        """The fast path: commit `writes`; return the (response, owner) pairs fenced off."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_writes, writes)
+
+    def _run_writes(self, writes: list[Write]) -> set[tuple[str, str]]:
+        now = time.time()
+        fences: dict[tuple[str, str], list[Any]] = {}
+        for w in writes:
+            assert w.owner is not None
+            until = w.lease_until if w.lease_until is not None else now + self._lease_seconds
+            entry = fences.get((w.response_id, w.owner))
+            if entry is None:
+                fences[(w.response_id, w.owner)] = [until, w.status, w.response_id, w.owner]
+            else:
+                entry[0] = max(entry[0], until)
+                if w.status is not None:
+                    entry[1] = w.status
+        with self._engine.begin() as conn:
+            cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            try:
+                lost: set[tuple[str, str]] = set()
+                for key, params in fences.items():
+                    cur.execute(_FENCE, params)
+                    if cur.rowcount != 1:
+                        lost.add(key)
+                kept = [w for w in writes if (w.response_id, w.owner) not in lost] if lost else writes
+                events = [(w.response_id, e.seq, e.type, e.data) for w in kept for e in w.events]
+                if events:
+                    cur.executemany(_EVENTS, events)
+                items = [
+                    (w.response_id, i.output_index, i.item_id, i.status, i.included, i.data)
+                    for w in kept
+                    for i in w.items
+                ]
+                if items:
+                    cur.executemany(_ITEMS, items)
+                checkpoints = [
+                    (
+                        c.checkpoint_id,
+                        c.user_id,
+                        c.lineage,
+                        c.response_id,
+                        c.workflow_name,
+                        c.event_seq,
+                        c.data,
+                        c.created_at,
+                    )
+                    for w in kept
+                    if (c := w.checkpoint) is not None
+                ]
+                if checkpoints:
+                    cur.executemany(_CHECKPOINTS, checkpoints)
+            finally:
+                cur.close()
+        return lost
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._engine.dispose)
+        self._pool.shutdown(wait=True)
