@@ -163,8 +163,15 @@ class Outbox:
         real = [w for w in batch if w.response_id]
         if real:
             fast, general = self._split(real)
+            failed: dict[tuple[str, str | None], BaseException] = {}
             if fast:
-                await self._commit_group(fast, fast=True)
+                failed = await self._commit_group(fast, fast=True)
+            if failed and general:
+                # A response's later writes (its end) must not commit behind a failed one.
+                behind = [w for w in general if (w.response_id, w.owner) in failed]
+                for w in behind:
+                    self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                general = [w for w in general if (w.response_id, w.owner) not in failed]
             if general:
                 await self._commit_group(general, fast=False)
         for w in batch:
@@ -172,30 +179,42 @@ class Outbox:
                 w.future.set_result(None)
 
     def _split(self, writes: list[Write]) -> tuple[list[Write], list[Write]]:
-        """Responses whose writes all qualify take the dialect's fast path.
+        """The writes that take the dialect's fast path, and the rest; the fast ones commit first.
 
-        A response's writes stay together (in order) on one path; responses are independent,
-        so the two groups may commit in either order.
+        A response's writes keep their order: a qualifying write goes fast unless a
+        non-qualifying write of its response comes before it in the batch (then all of that
+        response's writes take the general path). So a superstep's writes go fast even when
+        the response's end or another response's creation shares the batch.
         """
         if self._pg is None and self._sqlite is None:
             return [], writes
-        slow = {w.response_id for w in writes if not qualifies(w)}
-        if not slow:
+        slow_seen: set[str] = set()
+        mixed: set[str] = set()
+        for w in writes:
+            if not qualifies(w):
+                slow_seen.add(w.response_id)
+            elif w.response_id in slow_seen:
+                mixed.add(w.response_id)
+        if not slow_seen:
             return writes, []
-        fast = [w for w in writes if w.response_id not in slow]
-        return fast, [w for w in writes if w.response_id in slow]
+        fast = [w for w in writes if qualifies(w) and w.response_id not in mixed]
+        general = [w for w in writes if not qualifies(w) or w.response_id in mixed]
+        return fast, general
 
-    async def _commit_group(self, writes: list[Write], *, fast: bool) -> None:
+    async def _commit_group(
+        self, writes: list[Write], *, fast: bool
+    ) -> dict[tuple[str, str | None], BaseException]:
+        """Commit a group; returns the (response, owner) pairs that failed, with the error."""
+        failed: dict[tuple[str, str | None], BaseException] = {}
         try:
             lost = await self._commit(writes, fast=fast)
         except Exception as exc:
             if len(writes) == 1 and not fast:
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
-                return
+                return {(writes[0].response_id, writes[0].owner): exc}
             # Retry each write alone on the general path, so one bad write cannot fail its
             # neighbours; the writes of a response behind a failed one fail with it.
-            failed: dict[tuple[str, str | None], BaseException] = {}
             for w in writes:
                 if (w.response_id, w.owner) in failed:
                     self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
@@ -208,16 +227,18 @@ class Outbox:
                     self._poison(w, one_exc)
                 else:
                     self._succeed([w])
-            return
+            return failed
         if not lost:
             self._succeed(writes)
-            return
+            return failed
         self._succeed([w for w in writes if (w.response_id, w.owner) not in lost])
         for w in writes:
             if (w.response_id, w.owner) in lost:
                 fenced_off = LeaseLost(w.response_id)
+                failed[(w.response_id, w.owner)] = fenced_off
                 self._fail([w], fenced_off)
                 self._poison(w, fenced_off)
+        return failed
 
     def _succeed(self, writes: list[Write]) -> None:
         for w in writes:

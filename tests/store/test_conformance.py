@@ -400,6 +400,33 @@ async def test_a_failed_write_fails_the_queued_writes_of_its_response(
     assert await store.max_event_seq("resp_1") == 2
 
 
+async def test_an_end_batched_behind_its_superstep_commits_after_it(store_factory: StoreFactory) -> None:
+    """Superstep writes and a response's end may take different paths in one batch (the fast
+    path and the general one): the end still commits after the superstep, and not at all when
+    the superstep was fenced off."""
+    store = await store_factory(commit_window=0.05)
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.insert_response(owned("resp_2", "p2"), [], [event(0, "response.created")])
+    done = Finish(status="completed", completed_at=time.time())
+    futures = [
+        store.submit(Write("resp_1", "p1", events=events(1, 3), checkpoint=checkpoint("cp_1", "resp_1"))),
+        store.submit(Write("resp_1", "p1", events=[event(3, "response.completed")], finish=done)),
+        # resp_2 belongs to p2: p1's superstep and end must both be refused.
+        store.submit(Write("resp_2", "p1", events=events(1, 3))),
+        store.submit(Write("resp_2", "p1", events=[event(3, "response.completed")], finish=done)),
+    ]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert results[:2] == [None, None]
+    assert isinstance(results[2], LeaseLost) and isinstance(results[3], LeaseLost)
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2, 3]
+    first = await store.get_response("resp_1", "alice")
+    assert first is not None and first.status == "completed" and first.lease_owner is None
+    assert await store.load_checkpoint("cp_1", "alice") is not None
+    assert [e.seq for e in await store.read_events("resp_2", -1)] == [0]
+    second = await store.get_response("resp_2", "alice")
+    assert second is not None and second.status != "completed" and second.lease_owner == "p2"
+
+
 async def test_failing_events_commit_no_checkpoint(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
     # seq 0 already exists: the whole write is refused, checkpoint included.
