@@ -86,7 +86,9 @@ class Sizes:
     concurrent: int = 100
     concurrent_input: str = "3"
     growth: tuple[int, ...] = (10, 100, 1000)
-    base_reps: int = 9  # N=1 runs (the fixed cost subtracted from every per-superstep figure)
+    # N=1 runs (the fixed cost subtracted from every per-superstep figure), and runs at N=10:
+    # at 10 supersteps the difference is a few ms, so the medians need many runs to be stable.
+    base_reps: int = 25
     growth_deadline_s: float = 120.0  # a longer stream is cut and reported as partial
     recovery: int = 100
     recovery_input: str = "3 delay=0.5"
@@ -607,7 +609,7 @@ async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]
                 if n == sizes.countdown and "countdown" in out:
                     growth[n] = out["countdown"]
                     continue
-                reps = 9 if n <= 10 else (2 if n <= 100 else 1)
+                reps = sizes.base_reps if n <= 10 else (2 if n <= 100 else 1)
                 growth[n] = await superstep_cost(c, target, n, base_ms, reps, sizes.growth_deadline_s)
                 if growth[n]["partial"]:
                     break  # the server is still running the cut-off stream: measure no more here

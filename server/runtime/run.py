@@ -74,7 +74,7 @@ class ResponseRun:
         lineage: str,
         sink: Sink,
         mapper: ItemMapper,
-        agent: Any,
+        build_agent: Callable[[], Any],
         is_workflow: bool,
         plan: RunPlan,
         background: bool,
@@ -92,7 +92,10 @@ class ResponseRun:
         self.lineage = lineage
         self.sink = sink
         self.mapper = mapper
-        self.agent = agent
+        # Built when the run starts, off the creation path (a workflow's build is not free);
+        # a factory that fails fails the response instead of the request.
+        self.build_agent = build_agent
+        self.agent: Any = None
         self.is_workflow = is_workflow
         self.plan = plan
         self.background = background
@@ -244,6 +247,7 @@ class ResponseRun:
             # Not awaited: the transition rides with the next commit (order is kept), so the
             # agent starts at once.
             self.sink.send(status="in_progress")
+        self.agent = self.build_agent()
         kwargs: dict[str, Any] = {"stream": True}
         if self.is_workflow:
             self.storage = self._make_storage()

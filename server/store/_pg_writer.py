@@ -14,8 +14,9 @@ INSERT per table, NOTIFY, COMMIT), each needing the event loop that the agents k
 it is one, with fixed SQL text (arrays through `unnest`), so the prepared statement is reused.
 
 Only writes that carry events, closed items, a checkpoint and a status change qualify (the
-writes of every superstep); creations, ends, prunes and pending requests (a few per response)
-take the general path (`_plan`).
+writes of every superstep), plus plain creations (`create`: a batch's new responses, their
+input items and first events, all or none); ends, prunes and pending requests (once per
+response) take the general path (`_plan`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from dataclasses import fields
+from typing import Any, get_args, get_type_hints
 
 from sqlalchemy.engine import URL
 
-from .records import Write
+from .records import ResponseRow, Write
 
 _SQL = """
 WITH f AS (
@@ -63,12 +65,60 @@ SELECT id, owner{notify} FROM f
 """
 
 # One notification per committed response (PostgreSQL folds duplicates in a transaction).
-_NOTIFY = ", pg_notify($27, $28 || id)"
+_NOTIFY = ", pg_notify(${}, ${} || id)"
+
+_PG_TYPES: dict[Any, str] = {str: "text", bool: "bool", float: "float8", int: "int"}
+
+
+def _array_type(hint: Any) -> str:
+    """`str | None` -> text: the PostgreSQL array element type of a `ResponseRow` field."""
+    args = [a for a in get_args(hint) if a is not type(None)] or [hint]
+    return _PG_TYPES[args[0]]
+
+
+def _creation_sql() -> tuple[str, list[str]]:
+    """Creations (response row, input items, first events) of a batch in one statement."""
+    columns = [f.name for f in fields(ResponseRow)]
+    hints = get_type_hints(ResponseRow)
+    casts = [f"${i}::{_array_type(hints[name])}[]" for i, name in enumerate(columns, start=1)]
+    n = len(columns)
+    sql = f"""
+WITH r AS (
+    INSERT INTO responses ({", ".join(columns)})
+    SELECT * FROM unnest({", ".join(casts)})
+    RETURNING id
+), i AS (
+    INSERT INTO input_items (response_id, position, item_id, data)
+    SELECT * FROM unnest(${n + 1}::text[], ${n + 2}::int[], ${n + 3}::text[], ${n + 4}::text[])
+), e AS (
+    INSERT INTO events (response_id, seq, type, data)
+    SELECT * FROM unnest(${n + 5}::text[], ${n + 6}::int[], ${n + 7}::text[], ${n + 8}::text[])
+)
+SELECT id{{notify}} FROM r
+"""
+    return sql, columns
+
+
+_CREATE_SQL, _RESPONSE_COLUMNS = _creation_sql()
 
 
 def qualifies(w: Write) -> bool:
     """Whether `w` can take this path (see the module docstring)."""
     return w.owner is not None and w.create is None and w.finish is None and w.prune is None and not w.pending
+
+
+def is_plain_creation(w: Write) -> bool:
+    """A creation with its first events and nothing else (`Store.insert_response`)."""
+    return (
+        w.create is not None
+        and w.owner is None
+        and not w.items
+        and w.checkpoint is None
+        and not w.pending
+        and w.status is None
+        and w.finish is None
+        and w.prune is None
+    )
 
 
 class PgWriter:
@@ -83,21 +133,44 @@ class PgWriter:
 
     async def run(self, writes: list[Write]) -> set[tuple[str, str]]:
         """Commit `writes` in one statement; return the (response, owner) pairs fenced off."""
-        args = self._arguments(writes)
-        sql = _SQL.format(notify=_NOTIFY if self.notify is not None else "")
+        rows = await self._fetch(_SQL, 26, self._arguments(writes))
+        committed = {(r[0], r[1]) for r in rows}
+        wanted = {(w.response_id, w.owner) for w in writes if w.owner is not None}
+        return wanted - committed
+
+    async def create(self, writes: list[Write]) -> None:
+        """Commit plain creations (`is_plain_creation`) in one statement, all or none."""
+        cols: list[list[Any]] = [[] for _ in _RESPONSE_COLUMNS]
+        inputs: list[list[Any]] = [[], [], [], []]
+        events: list[list[Any]] = [[], [], [], []]
+        for w in writes:
+            assert w.create is not None
+            row, input_rows = w.create
+            for col, name in zip(cols, _RESPONSE_COLUMNS, strict=True):
+                col.append(getattr(row, name))
+            for i in input_rows:
+                for col, value in zip(inputs, (row.id, i.position, i.item_id, i.data), strict=True):
+                    col.append(value)
+            for e in w.events:
+                for col, value in zip(events, (row.id, e.seq, e.type, e.data), strict=True):
+                    col.append(value)
+        await self._fetch(_CREATE_SQL, len(_RESPONSE_COLUMNS) + 8, [*cols, *inputs, *events])
+
+    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
+        notify = ""
         if self.notify is not None:
-            args.extend(self.notify)
+            notify = _NOTIFY.format(n_args + 1, n_args + 2)
+            args = [*args, *self.notify]
+        sql = template.replace("{notify}", notify)
         async with self._lock:
             conn = await self._connection()
             try:
-                rows = await conn.fetch(sql, *args)
+                rows: list[Any] = await conn.fetch(sql, *args)
             except Exception:
                 if conn.is_closed():
                     self._conn = None
                 raise
-        committed = {(r[0], r[1]) for r in rows}
-        wanted = {(w.response_id, w.owner) for w in writes if w.owner is not None}
-        return wanted - committed
+        return rows
 
     def _arguments(self, writes: list[Write]) -> list[Any]:
         now = time.time()

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._engine import POSTGRESQL, SQLITE, Database
-from ._pg_writer import PgWriter, qualifies
+from ._pg_writer import PgWriter, is_plain_creation, qualifies
 from ._plan import plan
 from ._sqlite_writer import SqliteWriter
 from .notify import Notifier
@@ -161,33 +161,36 @@ class Outbox:
 
     async def _commit_batch(self, batch: list[Write]) -> None:
         real = [w for w in batch if w.response_id]
-        if real:
-            fast, general = self._split(real)
-            failed: dict[tuple[str, str | None], BaseException] = {}
-            if fast:
-                failed = await self._commit_group(fast, fast=True)
-            if failed and general:
+        failed: dict[tuple[str, str | None], BaseException] = {}
+        for kind, writes in self._split(real):
+            if failed:
                 # A response's later writes (its end) must not commit behind a failed one.
-                behind = [w for w in general if (w.response_id, w.owner) in failed]
-                for w in behind:
-                    self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
-                general = [w for w in general if (w.response_id, w.owner) not in failed]
-            if general:
-                await self._commit_group(general, fast=False)
+                for w in writes:
+                    if (w.response_id, w.owner) in failed:
+                        self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                writes = [w for w in writes if (w.response_id, w.owner) not in failed]
+            if writes:
+                failed.update(await self._commit_group(writes, kind=kind))
         for w in batch:
             if not w.response_id and w.future is not None and not w.future.done():
                 w.future.set_result(None)
 
-    def _split(self, writes: list[Write]) -> tuple[list[Write], list[Write]]:
-        """The writes that take the dialect's fast path, and the rest; the fast ones commit first.
+    def _split(self, writes: list[Write]) -> list[tuple[str, list[Write]]]:
+        """The batch as groups, in commit order: creations (PostgreSQL), the writes that take
+        the dialect's fast path, the rest.
 
-        A response's writes keep their order: a qualifying write goes fast unless a
-        non-qualifying write of its response comes before it in the batch (then all of that
-        response's writes take the general path). So a superstep's writes go fast even when
-        the response's end or another response's creation shares the batch.
+        A response's writes keep their order: a creation comes before anything else of its
+        response; a qualifying write goes fast unless a write of its response that does not
+        qualify comes before it in the batch (then all of that response's writes take the
+        general path). So a superstep's writes go fast even when the response's end or another
+        response's creation shares the batch.
         """
         if self._pg is None and self._sqlite is None:
-            return [], writes
+            return [("general", writes)]
+        creations: list[Write] = []
+        if self._pg is not None and any(map(is_plain_creation, writes)):
+            creations = [w for w in writes if is_plain_creation(w)]
+            writes = [w for w in writes if not is_plain_creation(w)]
         slow_seen: set[str] = set()
         mixed: set[str] = set()
         for w in writes:
@@ -195,21 +198,19 @@ class Outbox:
                 slow_seen.add(w.response_id)
             elif w.response_id in slow_seen:
                 mixed.add(w.response_id)
-        if not slow_seen:
-            return writes, []
         fast = [w for w in writes if qualifies(w) and w.response_id not in mixed]
         general = [w for w in writes if not qualifies(w) or w.response_id in mixed]
-        return fast, general
+        return [("create", creations), ("fast", fast), ("general", general)]
 
     async def _commit_group(
-        self, writes: list[Write], *, fast: bool
+        self, writes: list[Write], *, kind: str
     ) -> dict[tuple[str, str | None], BaseException]:
         """Commit a group; returns the (response, owner) pairs that failed, with the error."""
         failed: dict[tuple[str, str | None], BaseException] = {}
         try:
-            lost = await self._commit(writes, fast=fast)
+            lost = await self._commit(writes, kind=kind)
         except Exception as exc:
-            if len(writes) == 1 and not fast:
+            if len(writes) == 1 and kind == "general":
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
                 return {(writes[0].response_id, writes[0].owner): exc}
@@ -220,7 +221,7 @@ class Outbox:
                     self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
                     continue
                 try:
-                    await self._commit([w], fast=False)
+                    await self._commit([w], kind="general")
                 except Exception as one_exc:
                     failed[(w.response_id, w.owner)] = one_exc
                     self._fail([w], one_exc)
@@ -287,12 +288,16 @@ class Outbox:
                 last[w.response_id] = None  # finished: stop tracking
         return last
 
-    async def _commit(self, writes: list[Write], *, fast: bool = False) -> set[tuple[str, str]]:
+    async def _commit(self, writes: list[Write], *, kind: str = "general") -> set[tuple[str, str]]:
         """Commit `writes`; return the (response, owner) pairs fenced off (fast path only: the
         general path raises `LeaseLost` and commits nothing)."""
         advanced = self._check_continuity(writes)
         lost: set[tuple[str, str]] = set()
-        if fast:
+        if kind == "create":
+            assert self._pg is not None
+            await self._pg.create(writes)
+            self.commits += 1
+        elif kind == "fast":
             if self._pg is not None:
                 lost = await self._pg.run(writes)
             else:

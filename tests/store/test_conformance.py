@@ -70,6 +70,31 @@ async def test_duplicate_response_is_refused_and_changes_nothing(store: Store) -
     assert await store.max_event_seq("resp_1") == 0
 
 
+async def test_creations_batched_together_fail_alone(store_factory: StoreFactory) -> None:
+    """Creations sharing a transaction: a duplicate among them is refused, the others commit
+    with their input items and first events."""
+    store = await store_factory(commit_window=0.05)
+    await store.insert_response(response("resp_dup", "alice"), [], [event(0, "response.created")])
+    results = await asyncio.gather(
+        *(
+            store.insert_response(
+                response(rid, "bob"), [input_item(0), input_item(1)], [event(0, "response.created"), event(1)]
+            )
+            for rid in ("resp_a", "resp_dup", "resp_b")
+        ),
+        return_exceptions=True,
+    )
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], DuplicateResponse)
+    for rid in ("resp_a", "resp_b"):
+        got = await store.get_response(rid, "bob")
+        assert got is not None and got.status == "in_progress"
+        assert [i.item_id for i in await store.input_items(rid)] == ["msg_0000", "msg_0001"]
+        assert [e.seq for e in await store.read_events(rid, -1)] == [0, 1]
+    dup = await store.get_response("resp_dup", None)
+    assert dup is not None and dup.user_id == "alice"
+
+
 # -- input items paging ------------------------------------------------------------------
 
 N_ITEMS = 150
