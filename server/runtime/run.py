@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,9 @@ log = logging.getLogger("durable_responses.run")
 
 # How long a run may process updates before letting the writer and relays have the loop.
 YIELD_EVERY = float(os.environ.get("DURABLE_RESPONSES_YIELD_EVERY_MS", "2")) / 1000
+
+# Checkpoint writes a run may have in flight before a save waits (see `_on_save`).
+CHECKPOINT_PIPELINE = 4
 
 
 @dataclass
@@ -112,7 +116,7 @@ class ResponseRun:
         self.on_finished: list[Callable[[ResponseRun], None]] = []
         self.queued = False  # a background response still `queued`: announce in_progress first
         self._end_task: asyncio.Future[None] | None = None
-        self._checkpoint_write: asyncio.Future[None] | None = None
+        self._checkpoint_writes: deque[asyncio.Future[None]] = deque()
 
     # -- control ------------------------------------------------------------------------
 
@@ -301,11 +305,13 @@ class ResponseRun:
     async def _on_save(self, checkpoint: WorkflowCheckpoint, data: str) -> None:
         """The pairing: close this superstep's items, commit them with the checkpoint.
 
-        Pipelined: the checkpoint's write is handed to the outbox and the next superstep starts
-        while it commits; only the previous checkpoint's write is awaited (back-pressure, and
-        a failure surfaces one superstep later at most). The pairing does not depend on the
+        Pipelined: the checkpoint's write is handed to the outbox and the next supersteps run
+        while it commits; a save waits only once `CHECKPOINT_PIPELINE` writes are in flight
+        (back-pressure; a failed write surfaces that many supersteps later at most, and
+        recovery resumes from the newest checkpoint that did commit). Commits that overlap are
+        group-committed: one fsync for several supersteps. The pairing does not depend on the
         wait: the checkpoint, its closed items and the events before it are one write, and
-        writes commit in order. Reads of this run's checkpoints wait for it (`_settle`).
+        writes commit in order. Reads of this run's checkpoints wait for them (`_settle`).
 
         The run's first checkpoint (the framework's entry checkpoint) is awaited: the first
         superstep often holds the event loop for a while, and the first output's commit
@@ -315,16 +321,21 @@ class ResponseRun:
         self._closed_this_run.extend(closed)
         assert isinstance(self.storage, SqlCheckpointStorage)
         row = self.storage.row(checkpoint, data, event_seq=self.sink.last_seq)
+        first = self._last_checkpoint_id is None and not self._checkpoint_writes
         write = self.sink.send(closed, checkpoint=row, urgent=True)
-        previous, self._checkpoint_write = self._checkpoint_write, write
         self._last_checkpoint = checkpoint
         self._last_checkpoint_id = checkpoint.checkpoint_id
-        await asyncio.shield(previous if previous is not None else write)
+        writes = self._checkpoint_writes
+        writes.append(write)
+        if first:
+            await asyncio.shield(write)
+        while writes and (writes[0].done() or len(writes) > CHECKPOINT_PIPELINE):
+            await asyncio.shield(writes.popleft())  # raises if that write failed
 
     async def _settle(self) -> None:
-        """Wait until this run's newest checkpoint is committed (before reading checkpoints)."""
-        if self._checkpoint_write is not None:
-            await asyncio.shield(self._checkpoint_write)
+        """Wait until this run's checkpoints are committed (before reading checkpoints)."""
+        if self._checkpoint_writes:
+            await asyncio.shield(self._checkpoint_writes[-1])
 
     # -- the end ------------------------------------------------------------------------
 
