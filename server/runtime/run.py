@@ -312,23 +312,16 @@ class ResponseRun:
         group-committed: one fsync for several supersteps. The pairing does not depend on the
         wait: the checkpoint, its closed items and the events before it are one write, and
         writes commit in order. Reads of this run's checkpoints wait for them (`_settle`).
-
-        The run's first checkpoint (the framework's entry checkpoint) is awaited: the first
-        superstep often holds the event loop for a while, and the first output's commit
-        would otherwise queue behind a commit that cannot progress meanwhile.
         """
         closed = self.mapper.close_all("completed")
         self._closed_this_run.extend(closed)
         assert isinstance(self.storage, SqlCheckpointStorage)
         row = self.storage.row(checkpoint, data, event_seq=self.sink.last_seq)
-        first = self._last_checkpoint_id is None and not self._checkpoint_writes
         write = self.sink.send(closed, checkpoint=row, urgent=True)
         self._last_checkpoint = checkpoint
         self._last_checkpoint_id = checkpoint.checkpoint_id
         writes = self._checkpoint_writes
         writes.append(write)
-        if first:
-            await asyncio.shield(write)
         while writes and (writes[0].done() or len(writes) > CHECKPOINT_PIPELINE):
             await asyncio.shield(writes.popleft())  # raises if that write failed
 
