@@ -242,11 +242,14 @@ class Outbox:
         return failed
 
     def _succeed(self, writes: list[Write]) -> None:
+        # Relays first: waking them before the writers' futures puts them ahead in the event
+        # loop's queue, so what just committed goes out before a run resumes its burst.
+        for w in writes:
+            self._notifier.committed(w.response_id, w.events)
+        self._notifier.publish_many({w.response_id for w in writes})
         for w in writes:
             if w.future is not None and not w.future.done():
                 w.future.set_result(None)
-            self._notifier.committed(w.response_id, w.events)
-        self._notifier.publish_many({w.response_id for w in writes})
 
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
         if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
