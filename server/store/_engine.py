@@ -56,6 +56,18 @@ def normalize_url(raw: str) -> URL:
     )
 
 
+def raw_pg_dsn(url: URL) -> str:
+    """The DSN for a plain asyncpg connection (LISTEN, the outbox's writer) to `url`'s database.
+
+    `normalize_url` spells libpq's `sslmode` as SQLAlchemy's asyncpg `ssl`; asyncpg's own DSN
+    parser knows only `sslmode` (it would send `ssl` to the server as a setting).
+    """
+    query = dict(url.query)
+    if "ssl" in query:
+        query["sslmode"] = query.pop("ssl")
+    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+
+
 def sqlite_path(url: URL) -> str | None:
     db = url.database
     if not db or db == ":memory:":

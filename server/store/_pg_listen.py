@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ._engine import raw_pg_dsn
 from .notify import Notifier
 
 log = logging.getLogger("durable_responses.pg_listen")
@@ -45,7 +46,7 @@ async def _send(conn: AsyncConnection, instance: str, ids: list[str]) -> None:
 
 class PgListener:
     def __init__(self, url: URL, notifier: Notifier, instance: str) -> None:
-        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._dsn = raw_pg_dsn(url)
         self._notifier = notifier
         self._instance = instance
         self._task: asyncio.Task[None] | None = None

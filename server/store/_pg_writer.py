@@ -29,6 +29,7 @@ from typing import Any, get_args, get_type_hints
 
 from sqlalchemy.engine import URL
 
+from ._engine import raw_pg_dsn
 from .records import ResponseRow, Write
 
 _SQL = """
@@ -125,7 +126,7 @@ class PgWriter:
     """Runs qualifying batches on its own connection (no pool, no ping: one round trip)."""
 
     def __init__(self, url: URL, *, lease_seconds: float) -> None:
-        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._dsn = raw_pg_dsn(url)
         self._lease_seconds = lease_seconds
         self._conn: Any = None
         self._lock = asyncio.Lock()

@@ -22,7 +22,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from server.store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url, open_database
-from server.store._engine import sync_engine_for_migrations
+from server.store._engine import raw_pg_dsn, sync_engine_for_migrations
 from server.store._tables import ALL_TABLES, metadata
 from server.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
 
@@ -190,6 +190,34 @@ async def test_postgres_url_forms_connect(pg_url: str) -> None:
 )
 def test_normalize_url(raw: str, expected: str) -> None:
     assert normalize_url(raw).render_as_string(hide_password=False) == expected
+
+
+def test_raw_connections_get_libpq_sslmode() -> None:
+    """LISTEN and the outbox's writer connect with asyncpg itself, whose DSN knows `sslmode`
+    only (a managed PostgreSQL such as Azure's requires it)."""
+    url = normalize_url("postgresql://u:pw@h/db?sslmode=require")
+    assert url.query["ssl"] == "require"  # SQLAlchemy's asyncpg dialect spelling
+    dsn = raw_pg_dsn(url)
+    assert dsn == "postgresql://u:pw@h/db?sslmode=require"
+    assert raw_pg_dsn(normalize_url("postgresql://u@h/db")) == "postgresql://u@h/db"
+
+
+async def test_fast_path_writer_connects_with_sslmode(pg_url: str) -> None:
+    """The outbox's own asyncpg connection honours a URL that carries `sslmode`."""
+    from server.store import Write
+
+    from .helpers import events, owned
+
+    sep = "&" if "?" in pg_url else "?"
+    store = Store.open(pg_url + f"{sep}sslmode=prefer")
+    await store.start()
+    try:
+        await store.insert_response(owned("resp_sslmode", "p1"), [], [])
+        await store.submit(Write("resp_sslmode", "p1", events=events(0, 3), urgent=True))
+        assert await store.max_event_seq("resp_sslmode") == 2
+        assert store.outbox._pg is not None and store.outbox._pg._conn is not None  # fast path used
+    finally:
+        await store.close()
 
 
 def test_normalize_url_parts() -> None:
