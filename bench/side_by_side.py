@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import math
@@ -546,6 +547,10 @@ async def scenario_burst(base: str, target: Target, sizes: Sizes) -> dict[str, A
     async with client(base) as c:
         await warm(c, target, "10")
         runs = [await stream_once(c, request(str(n), target)) for _ in range(sizes.burst_reps)]
+    return burst_summary(runs, n)
+
+
+def burst_summary(runs: list[Stream], n: int) -> dict[str, Any]:
     bad = [r for r in runs if not r.ok]
     good = [r for r in runs if r.ok] or runs
     return {
@@ -560,6 +565,25 @@ async def scenario_burst(base: str, target: Target, sizes: Sizes) -> dict[str, A
         "error_detail": [r.error or r.terminal for r in bad][:3],
         "runs": [r.__dict__ for r in runs],
     }
+
+
+async def scenario_burst_paired(bases: dict[str, str], targets: list[Target], sizes: Sizes) -> dict[str, Any]:
+    """(a) for several hosts serving at once: requests alternate between them, in a rotating
+    order, so drift in the machine's speed over minutes weighs on every host alike."""
+    n = sizes.burst_outputs
+    clients = {t.key: client(bases[t.key]) for t in targets}
+    runs: dict[str, list[Stream]] = {t.key: [] for t in targets}
+    try:
+        for t in targets:
+            await warm(clients[t.key], t, "10")
+        for rep in range(sizes.burst_reps * 2):
+            k = rep % len(targets)
+            for t in targets[k:] + targets[:k]:
+                runs[t.key].append(await stream_once(clients[t.key], request(str(n), t)))
+    finally:
+        for c in clients.values():
+            await c.aclose()
+    return {key: burst_summary(rs, n) for key, rs in runs.items()}
 
 
 async def superstep_cost(
@@ -811,15 +835,57 @@ def quiesce() -> None:
     time.sleep(1.0)
 
 
-def run_target(
-    target: Target, want: set[str], sizes: Sizes, work: Path, existing_py: Path | None, lease_s: float
-) -> dict[str, Any]:
-    res: dict[str, Any] = {"errors": {}}
-    ours_env = {
+def ours_env(lease_s: float) -> dict[str, str]:
+    return {
         "DURABLE_RESPONSES_LEASE_SECONDS": str(lease_s),
         "DURABLE_RESPONSES_RECOVERY_INTERVAL": "2",  # the server's default
         "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
     }
+
+
+def run_paired_burst(
+    targets: list[Target], sizes: Sizes, work: Path, existing_py: Path | None, lease_s: float
+) -> dict[str, Any]:
+    """The burst scenario with the plain existing host and ours serving at once (see
+    `scenario_burst_paired`); the other scenarios still run one host at a time."""
+    dbs: list[Database] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            bases: dict[str, str] = {}
+            for t in targets:
+                srv: Any
+                if t.kind == "existing":
+                    assert existing_py is not None
+                    srv = ExistingServer(
+                        existing_py,
+                        "burst",
+                        t.resilient,
+                        work / t.key / "paired" / "state",
+                        work / t.key / "logs",
+                    )
+                else:
+                    db = Database(t.dialect, work / t.key / "paired-db")
+                    dbs.append(db)
+                    srv = OursServer(
+                        db.new("paired"),
+                        "bench.apps:burst",
+                        t.delivery,
+                        work / t.key / "paired",
+                        ours_env(lease_s),
+                    )
+                stack.enter_context(serving(srv))
+                bases[t.key] = srv.base_url
+            return asyncio.run(scenario_burst_paired(bases, targets, sizes))
+    finally:
+        for db in dbs:
+            db.drop_all()
+
+
+def run_target(
+    target: Target, want: set[str], sizes: Sizes, work: Path, existing_py: Path | None, lease_s: float
+) -> dict[str, Any]:
+    res: dict[str, Any] = {"errors": {}}
+    env = ours_env(lease_s)
     db = Database(target.dialect, work / target.key) if target.kind == "ours" else None
 
     def server(app: str, session: str) -> Any:
@@ -834,7 +900,7 @@ def run_target(
             )
         assert db is not None
         url = db.new(session)
-        return OursServer(url, f"bench.apps:{app}", target.delivery, work / target.key / session, ours_env)
+        return OursServer(url, f"bench.apps:{app}", target.delivery, work / target.key / session, env)
 
     def guarded(name: str, fn: Callable[[], None]) -> None:
         quiesce()
@@ -1319,10 +1385,25 @@ def main(argv: list[str] | None = None) -> None:
             # where it ran second, whichever configuration followed it was up to 2x slower for
             # a while (its first-event and per-superstep figures), though no process of it was
             # left and the disk was synced; in isolation the same configuration was not.
+            # The 1000-output burst of the plain existing host and of ours is measured with all of
+            # them serving at once, requests alternating (first event and first output are a few
+            # ms: minutes of drift between sessions were larger than the differences).
+            paired = [t for t in tlist if t.kind == "ours" or t.key == "existing-plain"]
+            paired_burst: dict[str, Any] = {}
+            if "burst" in want and len(paired) > 1:
+                log("--- 1000-output burst, " + ", ".join(t.label for t in paired) + ": requests alternating")
+                quiesce()
+                try:
+                    paired_burst = run_paired_burst(paired, sizes, work, existing_py, args.lease_seconds)
+                except Exception as exc:
+                    log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
             for t in sorted(tlist, key=lambda t: t.resilient):
                 log(f"--- {t.label}")
                 load = OtherLoad()
-                results[t.key] = run_target(t, want, sizes, work, existing_py, args.lease_seconds)
+                own = want - {"burst"} if t.key in paired_burst else want
+                results[t.key] = run_target(t, own, sizes, work, existing_py, args.lease_seconds)
+                if t.key in paired_burst:
+                    results[t.key]["burst"] = paired_burst[t.key]
                 results[t.key]["other_load"] = load.done()
     finally:
         kill_leftovers()
