@@ -14,27 +14,70 @@ import asyncio
 import json
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 _EVENT = b"event: "
 _FIRST_OUTPUT = (b"event: response.output_text.delta", b"event: response.output_item.added")
+_DELTA = b"event: response.output_text.delta"
 
 
-class RawStream:
-    """What one streamed response looked like (the same fields as side_by_side.Stream)."""
+@dataclass
+class Stream:
+    """What one streamed response looked like, as the client saw it (both clients)."""
 
-    def __init__(self) -> None:
-        self.first_event_ms = math.nan
-        self.first_output_ms = math.nan
-        self.total_ms = math.nan
-        self.events = 0
-        self.terminal = ""
-        self.error = ""
+    first_event_ms: float = math.nan
+    first_output_ms: float = math.nan
+    total_ms: float = math.nan
+    events: int = 0
+    deltas: int = 0
+    terminal: str = ""
+    status: int = 0
+    aborted: bool = False
+    error: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.error and self.terminal == "response.completed"
+        return not self.error and not self.aborted and self.terminal == "response.completed"
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / (self.total_ms / 1000) if self.total_ms else math.nan
+
+
+class EventLines:
+    """Splits a streamed body into lines and tallies its `event: ` lines into a `Stream`.
+
+    Cheap on purpose (the client shares the machine with the server): no SSE parsing, an
+    event is an `event: ` line and outputs are `response.output_text.delta` events.
+    """
+
+    def __init__(self, res: Stream, t0: float) -> None:
+        self.res = res
+        self.t0 = t0
+        self._tail = b""
+        self._last = b""
+
+    def feed(self, data: bytes, now: float) -> None:
+        res = self.res
+        lines = (self._tail + data).split(b"\n")
+        self._tail = lines.pop()
+        for line in lines:
+            if not line.startswith(_EVENT):
+                continue
+            line = line.rstrip(b"\r")
+            res.events += 1
+            self._last = line
+            if res.events == 1:
+                res.first_event_ms = (now - self.t0) * 1000
+            if line == _DELTA:
+                res.deltas += 1
+            if math.isnan(res.first_output_ms) and line in _FIRST_OUTPUT:
+                res.first_output_ms = (now - self.t0) * 1000
+
+    def finish(self) -> None:
+        self.res.terminal = self._last[len(_EVENT) :].decode(errors="replace")
 
 
 class RawConnection:
@@ -64,8 +107,8 @@ class RawConnection:
         )
         return head.encode() + payload
 
-    async def stream(self, request: bytes) -> RawStream:
-        res = RawStream()
+    async def stream(self, request: bytes) -> Stream:
+        res = Stream()
         t0 = time.perf_counter()
         try:
             await self._stream(request, res, t0)
@@ -74,7 +117,7 @@ class RawConnection:
         res.total_ms = (time.perf_counter() - t0) * 1000
         return res
 
-    async def _stream(self, request: bytes, res: RawStream, t0: float) -> None:
+    async def _stream(self, request: bytes, res: Stream, t0: float) -> None:
         if self._writer is None:
             await self.open()
         reader, writer = self._reader, self._writer
@@ -95,24 +138,10 @@ class RawConnection:
                 chunked = True
             elif name == b"content-length":
                 length = int(value.strip())
-        tail = b""
-        last_event = b""
+        lines = EventLines(res, t0)
 
         def feed(data: bytes) -> None:
-            nonlocal tail, last_event
-            now = time.perf_counter()
-            lines = (tail + data).split(b"\n")
-            tail = lines.pop()
-            for raw in lines:
-                if not raw.startswith(_EVENT):
-                    continue
-                raw = raw.rstrip(b"\r")
-                res.events += 1
-                last_event = raw
-                if res.events == 1:
-                    res.first_event_ms = (now - t0) * 1000
-                if math.isnan(res.first_output_ms) and raw in _FIRST_OUTPUT:
-                    res.first_output_ms = (now - t0) * 1000
+            lines.feed(data, time.perf_counter())
 
         if chunked:
             while True:
@@ -128,4 +157,4 @@ class RawConnection:
             feed(await reader.read())
             self.close()
             self._writer = None
-        res.terminal = last_event[len(_EVENT) :].decode(errors="replace")
+        lines.finish()

@@ -45,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.rawclient import RawConnection  # noqa: E402
+from bench.rawclient import EventLines, RawConnection, Stream  # noqa: E402
 from tests import conftest  # noqa: E402
 from tests.conftest import (  # noqa: E402
     PG_ADMIN,
@@ -439,44 +439,14 @@ def serving(srv: Any) -> Iterator[Any]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Stream:
-    first_event_ms: float = math.nan
-    first_output_ms: float = math.nan
-    total_ms: float = math.nan
-    events: int = 0
-    deltas: int = 0
-    terminal: str = ""
-    status: int = 0
-    aborted: bool = False
-    error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and not self.aborted and self.terminal == "response.completed"
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / (self.total_ms / 1000) if self.total_ms else math.nan
-
-
-_EVENT = b"event: "
-_FIRST_OUTPUT = (b"event: response.output_text.delta", b"event: response.output_item.added")
-_DELTA = b"event: response.output_text.delta"
-
-
 async def stream_once(
     client: httpx.AsyncClient, body: dict[str, Any], deadline: float | None = None
 ) -> Stream:
-    """POST /responses with stream=true; time the first event, the first output and the end.
-
-    Reads raw bytes and splits lines itself (cheap: the client shares the machine with the server).
-    An event is an `event: ` line; outputs are `response.output_text.delta` events.
-    """
+    """POST /responses with stream=true; time the first event, the first output and the end
+    (raw bytes, tallied by `rawclient.EventLines`)."""
     res = Stream()
     t0 = time.perf_counter()
-    tail = b""
-    last_event = b""
+    lines = EventLines(res, t0)
     try:
         async with client.stream("POST", "/responses", json={**body, "stream": True}) as r:
             res.status = r.status_code
@@ -485,27 +455,14 @@ async def stream_once(
                 return res
             async for chunk in r.aiter_raw():
                 now = time.perf_counter()
-                lines = (tail + chunk).split(b"\n")
-                tail = lines.pop()
-                for line in lines:
-                    if not line.startswith(_EVENT):
-                        continue
-                    line = line.rstrip(b"\r")
-                    res.events += 1
-                    last_event = line
-                    if res.events == 1:
-                        res.first_event_ms = (now - t0) * 1000
-                    if line == _DELTA:
-                        res.deltas += 1
-                    if math.isnan(res.first_output_ms) and line in _FIRST_OUTPUT:
-                        res.first_output_ms = (now - t0) * 1000
+                lines.feed(chunk, now)
                 if deadline is not None and now > deadline:
                     res.aborted = True
                     break
     except httpx.HTTPError as exc:
         res.error = f"{type(exc).__name__}: {exc}"
     res.total_ms = (time.perf_counter() - t0) * 1000
-    res.terminal = last_event[len(_EVENT) :].decode(errors="replace")
+    lines.finish()
     return res
 
 

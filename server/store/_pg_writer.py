@@ -30,6 +30,7 @@ from typing import Any, get_args, get_type_hints
 from sqlalchemy.engine import URL
 
 from ._engine import raw_pg_dsn
+from ._plan import CHECKPOINT_COLUMNS, checkpoint_row, fences
 from .records import ResponseRow, Write
 
 _SQL = """
@@ -103,25 +104,6 @@ SELECT id{{notify}} FROM r
 _CREATE_SQL, _RESPONSE_COLUMNS = _creation_sql()
 
 
-def qualifies(w: Write) -> bool:
-    """Whether `w` can take this path (see the module docstring)."""
-    return w.owner is not None and w.create is None and w.finish is None and w.prune is None and not w.pending
-
-
-def is_plain_creation(w: Write) -> bool:
-    """A creation with its first events and nothing else (`Store.insert_response`)."""
-    return (
-        w.create is not None
-        and w.owner is None
-        and not w.items
-        and w.checkpoint is None
-        and not w.pending
-        and w.status is None
-        and w.finish is None
-        and w.prune is None
-    )
-
-
 class PgWriter:
     """Runs qualifying batches on its own connection (no pool, no ping: one round trip)."""
 
@@ -140,22 +122,18 @@ class PgWriter:
         return wanted - committed
 
     async def create(self, writes: list[Write]) -> None:
-        """Commit plain creations (`is_plain_creation`) in one statement, all or none."""
-        cols: list[list[Any]] = [[] for _ in _RESPONSE_COLUMNS]
-        inputs: list[list[Any]] = [[], [], [], []]
-        events: list[list[Any]] = [[], [], [], []]
+        """Commit plain creations (`_plan.is_plain_creation`) in one statement, all or none."""
+        rows: list[tuple[Any, ...]] = []
+        inputs: list[tuple[Any, ...]] = []
+        events: list[tuple[Any, ...]] = []
         for w in writes:
             assert w.create is not None
             row, input_rows = w.create
-            for col, name in zip(cols, _RESPONSE_COLUMNS, strict=True):
-                col.append(getattr(row, name))
-            for i in input_rows:
-                for col, value in zip(inputs, (row.id, i.position, i.item_id, i.data), strict=True):
-                    col.append(value)
-            for e in w.events:
-                for col, value in zip(events, (row.id, e.seq, e.type, e.data), strict=True):
-                    col.append(value)
-        await self._fetch(_CREATE_SQL, len(_RESPONSE_COLUMNS) + 8, [*cols, *inputs, *events])
+            rows.append(tuple(getattr(row, name) for name in _RESPONSE_COLUMNS))
+            inputs.extend((row.id, i.position, i.item_id, i.data) for i in input_rows)
+            events.extend((row.id, e.seq, e.type, e.data) for e in w.events)
+        args = [*_columns(rows, len(_RESPONSE_COLUMNS)), *_columns(inputs, 4), *_columns(events, 4)]
+        await self._fetch(_CREATE_SQL, len(_RESPONSE_COLUMNS) + 8, args)
 
     async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
         notify = ""
@@ -174,50 +152,25 @@ class PgWriter:
         return rows
 
     def _arguments(self, writes: list[Write]) -> list[Any]:
-        now = time.time()
-        fence: dict[tuple[str, str], list[Any]] = {}
-        ev: list[list[Any]] = [[], [], [], [], []]
-        it: list[list[Any]] = [[], [], [], [], [], [], []]
-        cp: list[list[Any]] = [[], [], [], [], [], [], [], [], [], []]
-        for w in writes:
-            rid, owner = w.response_id, w.owner
-            assert owner is not None
-            until = w.lease_until if w.lease_until is not None else now + self._lease_seconds
-            entry = fence.get((rid, owner))
-            if entry is None:
-                fence[(rid, owner)] = [rid, owner, until, w.status]
-            else:
-                entry[2] = max(entry[2], until)
-                if w.status is not None:
-                    entry[3] = w.status
-            for e in w.events:
-                for col, value in zip(ev, (rid, owner, e.seq, e.type, e.data), strict=True):
-                    col.append(value)
-            for i in w.items:
-                item = (rid, owner, i.output_index, i.item_id, i.status, i.included, i.data)
-                for col, value in zip(it, item, strict=True):
-                    col.append(value)
-            c = w.checkpoint
-            if c is not None:
-                values = (
-                    rid,
-                    owner,
-                    c.checkpoint_id,
-                    c.user_id,
-                    c.lineage,
-                    c.response_id,
-                    c.workflow_name,
-                    c.event_seq,
-                    c.data,
-                    c.created_at,
-                )
-                for col, value in zip(cp, values, strict=True):
-                    col.append(value)
-        f_cols: list[list[Any]] = [[], [], [], []]
-        for entry in fence.values():
-            for col, value in zip(f_cols, entry, strict=True):
-                col.append(value)
-        return [*f_cols, *ev, *it, *cp]
+        """The statement's arrays: fences, then events, items and checkpoints, each row
+        carrying its (response, owner) so only fenced pairs insert."""
+        batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
+        fence_rows = [(f.response_id, f.owner, f.until, f.status) for f in batch_fences]
+        events = [(w.response_id, w.owner, e.seq, e.type, e.data) for w in writes for e in w.events]
+        items = [
+            (w.response_id, w.owner, i.output_index, i.item_id, i.status, i.included, i.data)
+            for w in writes
+            for i in w.items
+        ]
+        checkpoints = [
+            (w.response_id, w.owner, *checkpoint_row(c)) for w in writes if (c := w.checkpoint) is not None
+        ]
+        return [
+            *_columns(fence_rows, 4),
+            *_columns(events, 5),
+            *_columns(items, 7),
+            *_columns(checkpoints, 2 + len(CHECKPOINT_COLUMNS)),
+        ]
 
     async def _connection(self) -> Any:
         if self._conn is None or self._conn.is_closed():
@@ -231,3 +184,8 @@ class PgWriter:
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close(timeout=2)
+
+
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as `width` column arrays (for `unnest`)."""
+    return [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]

@@ -6,6 +6,9 @@ Invariants:
   abandoned with `LeaseLost` (the executor checks `Op.fence`).
 - Rows of the same table across the whole batch go in one executemany, so the number of
   statements per batch does not grow with the number of events.
+
+The end of the module holds what the dialects' fast paths share (`_pg_writer`,
+`_sqlite_writer`): which writes qualify, one fence per (response, owner), checkpoint rows.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.sql import Executable
 
 from . import _tables as t
-from .records import ResponseRow, Write
+from .records import CheckpointRow, ResponseRow, Write
 
 
 @dataclass(slots=True)
@@ -153,3 +156,78 @@ def prune_op(response_id: str, user_id: str, lineage: str) -> Op:
 
 def response_ids(writes: Sequence[Write]) -> set[str]:
     return {w.response_id for w in writes}
+
+
+# -- the fast paths (`_pg_writer`, `_sqlite_writer`): one contract, rows as tuples -----------
+
+
+def qualifies(w: Write) -> bool:
+    """Whether `w` may take a dialect's fast path: an owned write of events, closed items, a
+    checkpoint and a status change (the writes of every superstep)."""
+    return w.owner is not None and w.create is None and w.finish is None and w.prune is None and not w.pending
+
+
+def is_plain_creation(w: Write) -> bool:
+    """A creation with its first events and nothing else (`Store.insert_response`)."""
+    return (
+        w.create is not None
+        and w.owner is None
+        and not w.items
+        and w.checkpoint is None
+        and not w.pending
+        and w.status is None
+        and w.finish is None
+        and w.prune is None
+    )
+
+
+@dataclass(slots=True)
+class Fence:
+    """The lease fence of one (response, owner) in a batch of qualifying writes."""
+
+    response_id: str
+    owner: str
+    until: float
+    status: str | None  # the last status change of the batch, if any
+
+
+def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list[Fence]:
+    """One fence per (response, owner): the latest lease renewal and the last status change."""
+    by_key: dict[tuple[str, str], Fence] = {}
+    for w in writes:
+        assert w.owner is not None
+        until = w.lease_until if w.lease_until is not None else now + lease_seconds
+        fence = by_key.get((w.response_id, w.owner))
+        if fence is None:
+            by_key[(w.response_id, w.owner)] = Fence(w.response_id, w.owner, until, w.status)
+        else:
+            fence.until = max(fence.until, until)
+            if w.status is not None:
+                fence.status = w.status
+    return list(by_key.values())
+
+
+CHECKPOINT_COLUMNS = (
+    "checkpoint_id",
+    "user_id",
+    "lineage",
+    "response_id",
+    "workflow_name",
+    "event_seq",
+    "data",
+    "created_at",
+)
+
+
+def checkpoint_row(c: CheckpointRow) -> tuple[Any, ...]:
+    """A checkpoint's values in `CHECKPOINT_COLUMNS` order."""
+    return (
+        c.checkpoint_id,
+        c.user_id,
+        c.lineage,
+        c.response_id,
+        c.workflow_name,
+        c.event_seq,
+        c.data,
+        c.created_at,
+    )

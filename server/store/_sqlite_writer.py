@@ -4,7 +4,7 @@ Invariants:
 - The thread owns the single writing connection (`BEGIN IMMEDIATE`), so there is no
   lock-upgrade contention, and every transaction is one thread hop: the event loop (busy with
   agents) is needed twice per commit, not once per statement.
-- Fast path (`run_writes`, the writes of every superstep, see `_pg_writer.qualifies`): a write
+- Fast path (`run_writes`, the writes of every superstep, see `_plan.qualifies`): a write
   commits only if its owner's lease fence matches; a write fenced off commits nothing and is
   reported, its neighbours commit. Rows go through the driver's `executemany` with fixed SQL:
   SQLAlchemy's per-row parameter processing was most of the cost of a large batch, paid in a
@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from sqlalchemy.engine import URL, Connection
 
 from ._engine import sqlite_sync_engine
-from ._plan import Op
+from ._plan import CHECKPOINT_COLUMNS, Op, checkpoint_row, fences
 from .records import LeaseLost, Write
 
 _FENCE = (
@@ -33,9 +32,8 @@ _ITEMS = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _CHECKPOINTS = (
-    "INSERT INTO checkpoints "
-    "(checkpoint_id, user_id, lineage, response_id, workflow_name, event_seq, data, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO checkpoints ({', '.join(CHECKPOINT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in CHECKPOINT_COLUMNS)})"
 )
 
 
@@ -65,26 +63,15 @@ class SqliteWriter:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_writes, writes)
 
     def _run_writes(self, writes: list[Write]) -> set[tuple[str, str]]:
-        now = time.time()
-        fences: dict[tuple[str, str], list[Any]] = {}
-        for w in writes:
-            assert w.owner is not None
-            until = w.lease_until if w.lease_until is not None else now + self._lease_seconds
-            entry = fences.get((w.response_id, w.owner))
-            if entry is None:
-                fences[(w.response_id, w.owner)] = [until, w.status, w.response_id, w.owner]
-            else:
-                entry[0] = max(entry[0], until)
-                if w.status is not None:
-                    entry[1] = w.status
+        batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
         with self._engine.begin() as conn:
             cur = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
             try:
                 lost: set[tuple[str, str]] = set()
-                for key, params in fences.items():
-                    cur.execute(_FENCE, params)
+                for f in batch_fences:
+                    cur.execute(_FENCE, (f.until, f.status, f.response_id, f.owner))
                     if cur.rowcount != 1:
-                        lost.add(key)
+                        lost.add((f.response_id, f.owner))
                 kept = [w for w in writes if (w.response_id, w.owner) not in lost] if lost else writes
                 events = [(w.response_id, e.seq, e.type, e.data) for w in kept for e in w.events]
                 if events:
@@ -96,20 +83,7 @@ class SqliteWriter:
                 ]
                 if items:
                     cur.executemany(_ITEMS, items)
-                checkpoints = [
-                    (
-                        c.checkpoint_id,
-                        c.user_id,
-                        c.lineage,
-                        c.response_id,
-                        c.workflow_name,
-                        c.event_seq,
-                        c.data,
-                        c.created_at,
-                    )
-                    for w in kept
-                    if (c := w.checkpoint) is not None
-                ]
+                checkpoints = [checkpoint_row(c) for w in kept if (c := w.checkpoint) is not None]
                 if checkpoints:
                     cur.executemany(_CHECKPOINTS, checkpoints)
             finally:

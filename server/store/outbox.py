@@ -25,8 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._engine import POSTGRESQL, SQLITE, Database
-from ._pg_writer import PgWriter, is_plain_creation, qualifies
-from ._plan import plan
+from ._pg_writer import PgWriter
+from ._plan import is_plain_creation, plan, qualifies
 from ._sqlite_writer import SqliteWriter
 from .notify import Notifier
 from .records import DuplicateResponse, LeaseLost, StoreError, Write
@@ -191,15 +191,18 @@ class Outbox:
         if self._pg is not None and any(map(is_plain_creation, writes)):
             creations = [w for w in writes if is_plain_creation(w)]
             writes = [w for w in writes if not is_plain_creation(w)]
+        ok = [qualifies(w) for w in writes]
         slow_seen: set[str] = set()
         mixed: set[str] = set()
-        for w in writes:
-            if not qualifies(w):
+        for w, q in zip(writes, ok, strict=True):
+            if not q:
                 slow_seen.add(w.response_id)
             elif w.response_id in slow_seen:
                 mixed.add(w.response_id)
-        fast = [w for w in writes if qualifies(w) and w.response_id not in mixed]
-        general = [w for w in writes if not qualifies(w) or w.response_id in mixed]
+        fast: list[Write] = []
+        general: list[Write] = []
+        for w, q in zip(writes, ok, strict=True):
+            (fast if q and w.response_id not in mixed else general).append(w)
         return [("create", creations), ("fast", fast), ("general", general)]
 
     async def _commit_group(
