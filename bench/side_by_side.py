@@ -533,7 +533,7 @@ async def scenario_burst_paired(bases: dict[str, str], targets: list[Target], si
     try:
         for t in targets:
             await warm(clients[t.key], t, "10")
-        for rep in range(sizes.burst_reps * 2):
+        for rep in range(sizes.burst_reps * 4):
             k = rep % len(targets)
             for t in targets[k:] + targets[:k]:
                 runs[t.key].append(await stream_once(clients[t.key], request(str(n), t)))

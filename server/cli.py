@@ -106,14 +106,7 @@ def _serve(settings: Settings, log_level: str) -> int:
     except (AppError, BadDatabaseURL, SchemaOutOfDate, RuntimeError) as exc:
         print(f"durable-responses serve: {exc}", file=sys.stderr)
         return 2
-    log.info(
-        "serving %s on http://%s:%s with %s (%s delivery)",
-        app_spec.spec,
-        settings.host,
-        settings.port,
-        redact_url(settings.database_url),
-        settings.delivery,
-    )
+
     store = Store.open(
         settings.database_url,
         lease_seconds=settings.lease_seconds,
@@ -148,12 +141,24 @@ def _serve(settings: Settings, log_level: str) -> int:
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
         lifespan="on",
     )
+    # uvicorn's choice of event loop ("auto": uvloop, a dependency of this package, where it runs).
+    loop_factory = config.get_loop_factory()
+    log.info(
+        "serving %s on http://%s:%s with %s (%s delivery, event loop: %s)",
+        app_spec.spec,
+        settings.host,
+        settings.port,
+        redact_url(settings.database_url),
+        settings.delivery,
+        "asyncio" if loop_factory is None else loop_factory.__module__.split(".")[0],
+    )
     server = _Server(config, host)
     # Everything loaded so far lives as long as the process: keep it out of the garbage
     # collector's full passes, whose cost would otherwise grow with it on every long response.
     gc.collect()
     gc.freeze()
-    asyncio.run(server.serve())
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(server.serve())
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -78,7 +79,11 @@ class Created:
 
 
 def _request_hash(req: CreateRequest) -> str:
-    return hashlib.sha256(dumps(req.to_json_dict()).encode()).hexdigest()
+    return _hash_of(dumps(req.to_json_dict()))
+
+
+def _hash_of(request_json: str) -> str:
+    return hashlib.sha256(request_json.encode()).hexdigest()
 
 
 def lineage_for(req: CreateRequest, response_id: str) -> str:
@@ -179,6 +184,7 @@ class Host:
         if req.conversation_id:
             await self.store.ensure_conversation(user_id, req.conversation_id)
         status = "queued" if req.background else "in_progress"
+        request_json = dumps(req.to_json_dict())
         row = ResponseRow(
             id=rid,
             user_id=user_id,
@@ -190,8 +196,8 @@ class Host:
             completed_at=None,
             previous_response_id=req.previous_response_id,
             conversation_id=req.conversation_id,
-            request=dumps(req.to_json_dict()),
-            request_hash=_request_hash(req),
+            request=request_json,
+            request_hash=_hash_of(request_json),
             lease_owner=self.owner,
             lease_expires_at=now + self.settings.lease_seconds,
         )
@@ -477,9 +483,7 @@ def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
 
 
 def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
-    d = req.to_json_dict()
-    d["input_items"] = inputs
-    return CreateRequest.from_json_dict(d)
+    return dataclasses.replace(req, input_items=inputs)
 
 
 def _terminal_response(events: list[EventRow]) -> dict[str, Any]:

@@ -176,7 +176,7 @@ class Outbox:
                 w.future.set_result(None)
 
     def _split(self, writes: list[Write]) -> list[tuple[str, list[Write]]]:
-        """The batch as groups, in commit order: creations (PostgreSQL), the writes that take
+        """The batch as groups, in commit order: plain creations, the writes that take
         the dialect's fast path, the rest.
 
         A response's writes keep their order: a creation comes before anything else of its
@@ -188,7 +188,7 @@ class Outbox:
         if self._pg is None and self._sqlite is None:
             return [("general", writes)]
         creations: list[Write] = []
-        if self._pg is not None and any(map(is_plain_creation, writes)):
+        if any(map(is_plain_creation, writes)):
             creations = [w for w in writes if is_plain_creation(w)]
             writes = [w for w in writes if not is_plain_creation(w)]
         ok = [qualifies(w) for w in writes]
@@ -300,8 +300,11 @@ class Outbox:
         advanced = self._check_continuity(writes)
         lost: set[tuple[str, str]] = set()
         if kind == "create":
-            assert self._pg is not None
-            await self._pg.create(writes)
+            if self._pg is not None:
+                await self._pg.create(writes)
+            else:
+                assert self._sqlite is not None
+                await self._sqlite.create(writes)
             self.commits += 1
         elif kind == "fast":
             if self._pg is not None:
