@@ -90,7 +90,7 @@ class Sizes:
     growth: tuple[int, ...] = (10, 100, 1000)
     # Runs at N=10 (each paired with an N=1 run, the fixed cost subtracted): at 10 supersteps
     # the difference is a few ms, so the medians need many runs to be stable.
-    base_reps: int = 25
+    base_reps: int = 40
     growth_deadline_s: float = 120.0  # a longer stream is cut and reported as partial
     recovery: int = 100
     recovery_input: str = "3 delay=0.5"
@@ -546,10 +546,11 @@ async def scenario_burst_paired(bases: dict[str, str], targets: list[Target], si
 async def superstep_cost(
     c: httpx.AsyncClient, target: Target, n: int, reps: int, deadline_s: float
 ) -> dict[str, Any]:
-    """ms per superstep over N supersteps: (median T(N+1 steps) - median T(1 step)) / N.
+    """ms per superstep over N supersteps: the median over pairs of (T(N+1 steps) - T(1 step)) / N.
 
-    The N=1 and N+1 runs alternate, so slow drift on the machine (a database checkpoint, the
-    previous run's write-back) weighs on both medians alike instead of on one.
+    Each N+1 run is paired with the N=1 run just before it, so slow drift on the machine (a
+    database checkpoint, the previous run's write-back) weighs on both runs of a pair alike;
+    the median of the pairs' differences is robust to a pair that drift or a pause did hit.
     """
     runs, base = [], []
     for _ in range(reps):
@@ -564,8 +565,9 @@ async def superstep_cost(
     base_ms = median(base)
     full = [r for r in runs if r.ok]
     if full:
+        pairs = [(r.total_ms - b) / n for r, b in zip(runs, base, strict=False) if r.ok]
         return {
-            "ms": (median([r.total_ms for r in full]) - base_ms) / n,
+            "ms": median(pairs),
             "base_ms": base_ms,
             "partial": None,
             "errors": len(runs) - len(full),

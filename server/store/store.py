@@ -388,7 +388,7 @@ class Store:
         """
         op = prune_op(response_id, user_id, lineage)
         async with self.db.writer.begin() as conn:
-            res = await conn.execute(op.stmt)
+            res = await conn.execute(op.stmt, op.params)
         return res.rowcount or 0
 
     # -- human in the loop --------------------------------------------------------------
