@@ -524,18 +524,38 @@ def burst_summary(runs: list[Stream], n: int) -> dict[str, Any]:
     }
 
 
+def balanced_orders(n: int, rounds: int) -> list[list[int]]:
+    """`rounds` orders of n hosts in which every host comes right after every other host
+    equally often (Williams' balanced Latin squares: n rows, and their mirror images when n is
+    odd). What a host still does after its stream ended weighs on whichever host comes next;
+    a plain rotation always puts the same hosts after the same hosts."""
+    first = [0]
+    lo, hi = 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    square = [[(x + r) % n for x in first] for r in range(n)]
+    if n % 2:
+        square += [row[::-1] for row in square]
+    return [square[r % len(square)] for r in range(rounds)]
+
+
 async def scenario_burst_paired(bases: dict[str, str], targets: list[Target], sizes: Sizes) -> dict[str, Any]:
-    """(a) for several hosts serving at once: requests alternate between them, in a rotating
-    order, so drift in the machine's speed over minutes weighs on every host alike."""
+    """(a) for several hosts serving at once: requests alternate between them, in balanced
+    order (`balanced_orders`), so drift in the machine's speed over minutes and what the previous
+    host still does after its stream weigh on every host alike."""
     n = sizes.burst_outputs
     clients = {t.key: client(bases[t.key]) for t in targets}
     runs: dict[str, list[Stream]] = {t.key: [] for t in targets}
     try:
         for t in targets:
             await warm(clients[t.key], t, "10")
-        for rep in range(sizes.burst_reps * 4):
-            k = rep % len(targets)
-            for t in targets[k:] + targets[:k]:
+        for order in balanced_orders(len(targets), sizes.burst_reps * 4):
+            for i in order:
+                t = targets[i]
                 runs[t.key].append(await stream_once(clients[t.key], request(str(n), t)))
     finally:
         for c in clients.values():
@@ -588,7 +608,10 @@ async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]
     """(b) countdown of N supersteps and (d) cost growth at 10/100/1000, fixed cost subtracted."""
     out: dict[str, Any] = {}
     async with client(base) as c:
+        # Warm up on runs of some length: a server's first supersteps after start are slower
+        # (caches, the database's first pages), and would weigh on whichever N is measured first.
         await warm(c, target, "3")
+        await warm(c, target, "30")
         if "countdown" in want:
             out["countdown"] = await superstep_cost(
                 c, target, sizes.countdown, sizes.countdown_reps, sizes.growth_deadline_s
