@@ -91,6 +91,10 @@ class Sizes:
     # Runs at N=10 (each paired with an N=1 run, the fixed cost subtracted): at 10 supersteps
     # the difference is a few ms, so the medians need many runs to be stable.
     base_reps: int = 40
+    # Ours runs 10, 100 and 1000 supersteps in ~10 ms, ~0.1 s and ~1 s, the existing hosts in
+    # 0.1-1 s, 0.5-8 s and 37-120 s: ours repeats its pairs this many times more (its medians
+    # would otherwise be as noisy as a few short runs; theirs would take many minutes).
+    ours_reps_factor: int = 3
     growth_deadline_s: float = 120.0  # a longer stream is cut and reported as partial
     recovery: int = 100
     recovery_input: str = "3 delay=0.5"
@@ -607,6 +611,10 @@ async def superstep_cost(
 async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]) -> dict[str, Any]:
     """(b) countdown of N supersteps and (d) cost growth at 10/100/1000, fixed cost subtracted."""
     out: dict[str, Any] = {}
+
+    def reps_for(reps: int) -> int:
+        return reps * sizes.ours_reps_factor if target.kind == "ours" else reps
+
     async with client(base) as c:
         # Warm up on runs of some length: a server's first supersteps after start are slower
         # (caches, the database's first pages), and would weigh on whichever N is measured first.
@@ -614,7 +622,7 @@ async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]
         await warm(c, target, "30")
         if "countdown" in want:
             out["countdown"] = await superstep_cost(
-                c, target, sizes.countdown, sizes.countdown_reps, sizes.growth_deadline_s
+                c, target, sizes.countdown, reps_for(sizes.countdown_reps), sizes.growth_deadline_s
             )
         if "growth" in want:
             growth = {}
@@ -622,7 +630,7 @@ async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]
                 if n == sizes.countdown and "countdown" in out:
                     growth[n] = out["countdown"]
                     continue
-                reps = sizes.base_reps if n <= 10 else (sizes.countdown_reps if n <= 100 else 1)
+                reps = reps_for(sizes.base_reps if n <= 10 else sizes.countdown_reps if n <= 100 else 1)
                 growth[n] = await superstep_cost(c, target, n, reps, sizes.growth_deadline_s)
                 if growth[n]["partial"]:
                     break  # the server is still running the cut-off stream: measure no more here
