@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -85,15 +86,17 @@ class SqliteWriter:
         raw = self._connection().connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)
         cur = raw.cursor()
-        cur.execute("BEGIN IMMEDIATE")
         try:
+            cur.execute("BEGIN IMMEDIATE")
             yield cur
-        except BaseException:
-            if raw.in_transaction:
-                raw.rollback()
-            raise
-        else:
             raw.commit()
+        except BaseException:
+            # Also after a failed COMMIT (a full disk): a transaction left open would refuse
+            # every later BEGIN, and the writer would never commit again.
+            if raw.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    raw.rollback()
+            raise
         finally:
             cur.close()
 
