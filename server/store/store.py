@@ -117,7 +117,7 @@ class Store:
         self, row: ResponseRow, inputs: Sequence[InputItemRow], events: Sequence[EventRow]
     ) -> None:
         """Create a response with its input and first events, group-committed with other writes."""
-        await self.outbox.submit(
+        await self.outbox.commit_now(
             Write(response_id=row.id, owner=None, create=(row, list(inputs)), events=list(events))
         )
 

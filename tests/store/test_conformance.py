@@ -221,6 +221,28 @@ async def test_submit_commits_events_in_order(store: Store) -> None:
     assert await store.max_event_seq("resp_1") == 30
 
 
+async def test_creation_keeps_submission_order_whether_the_outbox_is_idle_or_busy(store: Store) -> None:
+    """A creation on an idle outbox commits in its caller's task (`Outbox.commit_now`), on a
+    busy one behind what is queued; either way a write submitted after it commits after it
+    (its fence needs the row the creation inserts)."""
+    outbox = store.outbox
+    for rid, busy in (("resp_idle", False), ("resp_busy", True)):
+        if busy:
+            await store.insert_response(owned("resp_other", "p1"), [], [event(0, "response.created")])
+            queued = store.submit(Write("resp_other", "p1", events=events(1, 50)))
+        create = asyncio.ensure_future(
+            store.insert_response(owned(rid, "p1"), [], [event(0, "response.created")])
+        )
+        await asyncio.sleep(0)  # the creation has started (idle: it holds the outbox now)
+        assert outbox.busy() or busy
+        after = store.submit(Write(rid, "p1", events=events(1, 4)))
+        await create
+        await after
+        if busy:
+            await queued
+        assert [r.seq for r in await store.read_events(rid, -1)] == [0, 1, 2, 3]
+
+
 async def test_write_with_items_status_and_write_now(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1", status="queued"), [], [event(0, "response.created")])
     await store.submit(
