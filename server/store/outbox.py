@@ -2,8 +2,9 @@
 
 Invariants:
 - A `Write` is committed whole, in one transaction, or not at all. A checkpoint travels in the
-  same `Write` as (or a later one than) every event its run produced before it, and writes are
-  committed in submission order, so a committed checkpoint always has its outputs committed.
+  same `Write` as (or a later one than) every event its run produced before it, and a
+  response's writes are committed in submission order, so a committed checkpoint always has
+  its outputs committed.
 - Every write is fenced by its owner's lease: a process that lost a response's lease cannot
   append to it (the write fails with `LeaseLost`).
 - Relays are notified only after the commit (`Notifier.publish` runs after `COMMIT`).
@@ -110,16 +111,19 @@ class Outbox:
         return self._busy.locked()
 
     async def commit_now(self, write: Write) -> None:
-        """`submit(write)` and wait for it; when the outbox is idle, commit it in the caller's
+        """`submit(write)` and wait for it; a creation on an idle outbox commits in the caller's
         task instead of waking the writer task: one event-loop hop less on the way to a
         response's first byte (after an idle moment each hop costs far more than its work).
 
-        Order holds: the queue is empty, and whatever is submitted meanwhile waits for `_busy`.
-        Only for callers that are not cancelled mid-commit (a request awaiting its creation):
-        a cancelled commit skips the bookkeeping after it, so a run's writes, which `stop()`
-        may cancel, always go through the writer task.
+        Order holds per response, which is all writes promise: the queue is empty, whatever
+        is submitted meanwhile waits for `_busy`, and a batch the writer task is still
+        gathering (its window) can only hold other responses' writes, as a creation is the
+        first write of its response. Only for callers that are not cancelled mid-commit (a
+        request awaiting its creation): a cancelled commit skips the bookkeeping after it, so
+        a run's writes, which `stop()` may cancel, always go through the writer task.
         """
-        if self._task is None or not self._queue.empty() or self._busy.locked():
+        idle = self._task is not None and self._queue.empty() and not self._busy.locked()
+        if write.create is None or not idle:
             await self.submit(write)
             return
         write.future = asyncio.get_running_loop().create_future()
