@@ -15,8 +15,9 @@ it is one, with fixed SQL text (arrays through `unnest`), so the prepared statem
 
 Only writes that carry events, closed items, a checkpoint and a status change qualify (the
 writes of every superstep), plus plain creations (`create`: a batch's new responses, their
-input items and first events, all or none); ends, prunes and pending requests (once per
-response) take the general path (`_plan`).
+input items and first events, all or none) and plain ends (`end`: the terminal transition with
+the last events and items and the pruning of old checkpoints, one statement each); pending
+requests (human in the loop) take the general path (`_plan`).
 """
 
 from __future__ import annotations
@@ -103,6 +104,39 @@ SELECT id{{notify}} FROM r
 
 _CREATE_SQL, _RESPONSE_COLUMNS = _creation_sql()
 
+# A response's end (`_plan.is_plain_end`): the fence and the terminal transition are one UPDATE
+# (a statement may not update a row twice), the last events and closed items and the pruning
+# of old checkpoints happen only if it matched. The prune sees the checkpoints committed
+# before this statement, which a plain end never carries one of.
+_END_SQL = """
+WITH f AS (
+    UPDATE responses
+    SET status = $3, completed_at = $4, error = $5, incomplete_details = $6, usage = $7,
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = $1 AND lease_owner = $2
+    RETURNING id
+), ev AS (
+    INSERT INTO events (response_id, seq, type, data)
+    SELECT $1, u.seq, u.type, u.data FROM unnest($8::int[], $9::text[], $10::text[]) AS u(seq, type, data)
+    WHERE EXISTS (SELECT 1 FROM f)
+), it AS (
+    INSERT INTO output_items (response_id, output_index, item_id, status, included, data)
+    SELECT $1, u.output_index, u.item_id, u.status, u.included, u.data
+    FROM unnest($11::int[], $12::text[], $13::text[], $14::bool[], $15::text[])
+        AS u(output_index, item_id, status, included, data)
+    WHERE EXISTS (SELECT 1 FROM f)
+), pr AS (
+    DELETE FROM checkpoints AS c
+    WHERE $16::bool AND EXISTS (SELECT 1 FROM f) AND c.user_id = $17
+        AND (c.response_id = $1 OR c.lineage = $18)
+        AND c.seq <> (SELECT coalesce(max(m.seq), -1) FROM checkpoints AS m
+                      WHERE m.user_id = $17 AND m.response_id = $1)
+        AND c.seq <> (SELECT coalesce(max(m.seq), -1) FROM checkpoints AS m
+                      WHERE m.user_id = $17 AND m.lineage = $18)
+)
+SELECT id{notify} FROM f
+"""
+
 
 class PgWriter:
     """Runs qualifying batches on its own connection (no pool, no ping: one round trip)."""
@@ -135,16 +169,41 @@ class PgWriter:
         args = [*_columns(rows, len(_RESPONSE_COLUMNS)), *_columns(inputs, 4), *_columns(events, 4)]
         await self._fetch(_CREATE_SQL, len(_RESPONSE_COLUMNS) + 8, args)
 
-    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
+    async def end(self, writes: list[Write]) -> set[tuple[str, str]]:
+        """Commit plain ends (`_plan.is_plain_end`), all or none; return the (response, owner)
+        pairs fenced off (those commit nothing). One statement each; several share a
+        transaction."""
+        lost: set[tuple[str, str]] = set()
+        if len(writes) == 1:
+            if not await self._fetch(_END_SQL, 18, _end_arguments(writes[0])):
+                lost.add(_key(writes[0]))
+            return lost
+        async with self._lock:
+            conn = await self._connection()
+            try:
+                async with conn.transaction():
+                    for w in writes:
+                        if not await conn.fetch(*self._statement(_END_SQL, 18, _end_arguments(w))):
+                            lost.add(_key(w))
+            except Exception:
+                if conn.is_closed():
+                    self._conn = None
+                raise
+        return lost
+
+    def _statement(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
         notify = ""
         if self.notify is not None:
             notify = _NOTIFY.format(n_args + 1, n_args + 2)
             args = [*args, *self.notify]
-        sql = template.replace("{notify}", notify)
+        return [template.replace("{notify}", notify), *args]
+
+    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
+        statement = self._statement(template, n_args, args)
         async with self._lock:
             conn = await self._connection()
             try:
-                rows: list[Any] = await conn.fetch(sql, *args)
+                rows: list[Any] = await conn.fetch(*statement)
             except Exception:
                 if conn.is_closed():
                     self._conn = None
@@ -184,6 +243,32 @@ class PgWriter:
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close(timeout=2)
+
+
+def _key(w: Write) -> tuple[str, str]:
+    assert w.owner is not None
+    return (w.response_id, w.owner)
+
+
+def _end_arguments(w: Write) -> list[Any]:
+    f = w.finish
+    assert f is not None and w.owner is not None
+    user_id, lineage = w.prune if w.prune is not None else ("", "")
+    items = [(i.output_index, i.item_id, i.status, i.included, i.data) for i in w.items]
+    return [
+        w.response_id,
+        w.owner,
+        f.status,
+        f.completed_at,
+        f.error,
+        f.incomplete_details,
+        f.usage,
+        *_columns([(e.seq, e.type, e.data) for e in w.events], 3),
+        *_columns(items, 5),
+        w.prune is not None,
+        user_id,
+        lineage,
+    ]
 
 
 def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:

@@ -205,6 +205,18 @@ def is_plain_creation(w: Write) -> bool:
     )
 
 
+def is_plain_end(w: Write) -> bool:
+    """An owned write that ends its response: the terminal transition with the last events,
+    closed items and the pruning of old checkpoints, no checkpoint, no pending requests."""
+    return (
+        w.owner is not None
+        and w.finish is not None
+        and w.create is None
+        and w.checkpoint is None
+        and not w.pending
+    )
+
+
 @dataclass(slots=True)
 class Fence:
     """The lease fence of one (response, owner) in a batch of qualifying writes."""

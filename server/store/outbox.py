@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ._engine import POSTGRESQL, SQLITE, Database
 from ._pg_writer import PgWriter
-from ._plan import is_plain_creation, plan, qualifies
+from ._plan import is_plain_creation, is_plain_end, plan, qualifies
 from ._sqlite_writer import SqliteWriter
 from .notify import Notifier
 from .records import DuplicateResponse, LeaseLost, StoreError, Write
@@ -212,7 +212,7 @@ class Outbox:
 
     def _split(self, writes: list[Write]) -> list[tuple[str, list[Write]]]:
         """The batch as groups, in commit order: plain creations, the writes that take
-        the dialect's fast path, the rest.
+        the dialect's fast path, the rest, and (PostgreSQL) plain ends.
 
         A response's writes keep their order: a creation comes before anything else of its
         response; a qualifying write goes fast unless a write of its response that does not
@@ -238,7 +238,12 @@ class Outbox:
         general: list[Write] = []
         for w, q in zip(writes, ok, strict=True):
             (fast if q and w.response_id not in mixed else general).append(w)
-        return [("create", creations), ("fast", fast), ("general", general)]
+        ends: list[Write] = []
+        if self._pg is not None and any(map(is_plain_end, general)):
+            # Last: an end is its response's last write, so it may follow all three groups.
+            ends = [w for w in general if is_plain_end(w)]
+            general = [w for w in general if not is_plain_end(w)]
+        return [("create", creations), ("fast", fast), ("general", general), ("end", ends)]
 
     async def _commit_group(
         self, writes: list[Write], *, kind: str
@@ -340,6 +345,10 @@ class Outbox:
             else:
                 assert self._sqlite is not None
                 await self._sqlite.create(writes)
+            self.commits += 1
+        elif kind == "end":
+            assert self._pg is not None
+            lost = await self._pg.end(writes)
             self.commits += 1
         elif kind == "fast":
             if self._pg is not None:

@@ -474,6 +474,49 @@ async def test_an_end_batched_behind_its_superstep_commits_after_it(store_factor
     assert second is not None and second.status != "completed" and second.lease_owner == "p2"
 
 
+async def test_an_end_commits_its_events_items_and_prune_whole_or_not_at_all(
+    store_factory: StoreFactory,
+) -> None:
+    """A response's end (terminal transition, last events and closed items, pruning of old
+    checkpoints) is one write: a stale owner's end changes nothing; the owner's end commits all
+    of it; ends batched together commit together."""
+    store = await store_factory(commit_window=0.05)
+    for rid in ("resp_1", "resp_2", "resp_3"):
+        await store.insert_response(owned(rid, "p1"), [], [event(0, "response.created")])
+        for k in range(3):
+            await store.submit(
+                Write(rid, "p1", checkpoint=checkpoint(f"{rid}_cp{k}", rid, lineage=f"l_{rid}"))
+            )
+
+    def end(rid: str, owner: str) -> Write:
+        return Write(
+            rid,
+            owner,
+            events=[event(1, "response.output_item.done"), event(2, "response.completed")],
+            items=[output_item(0)],
+            finish=Finish(status="completed", completed_at=time.time(), usage='{"total_tokens": 1}'),
+            prune=("alice", f"l_{rid}"),
+        )
+
+    with pytest.raises(LeaseLost):
+        await store.submit(end("resp_1", "p0"))
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.status != "completed" and row.lease_owner == "p1"
+    assert await store.max_event_seq("resp_1") == 0
+    assert await store.output_items("resp_1") == []
+    assert len(await store.list_checkpoints(user_id="alice", lineage="l_resp_1")) == 3
+
+    await asyncio.gather(*(store.submit(end(rid, "p1")) for rid in ("resp_1", "resp_2", "resp_3")))
+    for rid in ("resp_1", "resp_2", "resp_3"):
+        row = await store.get_response(rid, "alice")
+        assert row is not None and row.status == "completed" and row.usage == '{"total_tokens": 1}'
+        assert (row.lease_owner, row.lease_expires_at) == (None, None)
+        assert [e.seq for e in await store.read_events(rid, -1)] == [0, 1, 2]
+        assert [i.item_id for i in await store.output_items(rid)] == ["out_0000"]
+        kept = await store.list_checkpoints(user_id="alice", lineage=f"l_{rid}")
+        assert [c.checkpoint_id for c in kept] == [f"{rid}_cp2"]
+
+
 async def test_failing_events_commit_no_checkpoint(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
     # seq 0 already exists: the whole write is refused, checkpoint included.
