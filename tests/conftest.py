@@ -120,7 +120,9 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         delivery: str = "live",
         port: int | None = None,
+        log_level: str = "warning",
     ) -> None:
+        self.log_level = log_level
         self.database_url = database_url
         self.app = app
         self.workdir = workdir
@@ -158,7 +160,7 @@ class ServerProcess:
             "--delivery",
             self.delivery,
             "--log-level",
-            "warning",
+            self.log_level,
         ]
         if self.app:
             cmd += ["--app", self.app]

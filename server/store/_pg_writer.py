@@ -25,13 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import fields
 from typing import Any, get_args, get_type_hints
 
 from sqlalchemy.engine import URL
 
 from ._engine import raw_pg_dsn
-from ._plan import CHECKPOINT_COLUMNS, checkpoint_row, fences
+from ._plan import CHECKPOINT_COLUMNS, RESPONSE_COLUMNS, checkpoint_row, creation_rows, fences
 from .records import ResponseRow, Write
 
 _SQL = """
@@ -79,9 +78,9 @@ def _array_type(hint: Any) -> str:
     return _PG_TYPES[args[0]]
 
 
-def _creation_sql() -> tuple[str, list[str]]:
+def _creation_sql() -> str:
     """Creations (response row, input items, first events) of a batch in one statement."""
-    columns = [f.name for f in fields(ResponseRow)]
+    columns = RESPONSE_COLUMNS
     hints = get_type_hints(ResponseRow)
     casts = [f"${i}::{_array_type(hints[name])}[]" for i, name in enumerate(columns, start=1)]
     n = len(columns)
@@ -99,10 +98,10 @@ WITH r AS (
 )
 SELECT id{{notify}} FROM r
 """
-    return sql, columns
+    return sql
 
 
-_CREATE_SQL, _RESPONSE_COLUMNS = _creation_sql()
+_CREATE_SQL = _creation_sql()
 
 # A response's end (`_plan.is_plain_end`): the fence and the terminal transition are one UPDATE
 # (a statement may not update a row twice), the last events and closed items and the pruning
@@ -157,39 +156,35 @@ class PgWriter:
 
     async def create(self, writes: list[Write]) -> None:
         """Commit plain creations (`_plan.is_plain_creation`) in one statement, all or none."""
-        rows: list[tuple[Any, ...]] = []
-        inputs: list[tuple[Any, ...]] = []
-        events: list[tuple[Any, ...]] = []
-        for w in writes:
-            assert w.create is not None
-            row, input_rows = w.create
-            rows.append(tuple(getattr(row, name) for name in _RESPONSE_COLUMNS))
-            inputs.extend((row.id, i.position, i.item_id, i.data) for i in input_rows)
-            events.extend((row.id, e.seq, e.type, e.data) for e in w.events)
-        args = [*_columns(rows, len(_RESPONSE_COLUMNS)), *_columns(inputs, 4), *_columns(events, 4)]
-        await self._fetch(_CREATE_SQL, len(_RESPONSE_COLUMNS) + 8, args)
+        rows, inputs, events = creation_rows(writes)
+        args = [*_columns(rows, len(RESPONSE_COLUMNS)), *_columns(inputs, 4), *_columns(events, 4)]
+        await self._fetch(_CREATE_SQL, len(RESPONSE_COLUMNS) + 8, args)
 
     async def end(self, writes: list[Write]) -> set[tuple[str, str]]:
         """Commit plain ends (`_plan.is_plain_end`), all or none; return the (response, owner)
         pairs fenced off (those commit nothing). One statement each; several share a
         transaction."""
-        lost: set[tuple[str, str]] = set()
-        if len(writes) == 1:
-            if not await self._fetch(_END_SQL, 18, _end_arguments(writes[0])):
-                lost.add(_key(writes[0]))
-            return lost
+        results = await self._fetch_many([(_END_SQL, 18, _end_arguments(w)) for w in writes])
+        return {_key(w) for w, rows in zip(writes, results, strict=True) if not rows}
+
+    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
+        return (await self._fetch_many([(template, n_args, args)]))[0]
+
+    async def _fetch_many(self, statements: list[tuple[str, int, list[Any]]]) -> list[list[Any]]:
+        """Run statements on the writer's connection: one alone (autocommit: one round trip),
+        several in one transaction."""
+        prepared = [self._statement(*st) for st in statements]
         async with self._lock:
             conn = await self._connection()
             try:
+                if len(prepared) == 1:
+                    return [await conn.fetch(*prepared[0])]
                 async with conn.transaction():
-                    for w in writes:
-                        if not await conn.fetch(*self._statement(_END_SQL, 18, _end_arguments(w))):
-                            lost.add(_key(w))
+                    return [await conn.fetch(*st) for st in prepared]
             except Exception:
                 if conn.is_closed():
                     self._conn = None
                 raise
-        return lost
 
     def _statement(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
         notify = ""
@@ -197,18 +192,6 @@ class PgWriter:
             notify = _NOTIFY.format(n_args + 1, n_args + 2)
             args = [*args, *self.notify]
         return [template.replace("{notify}", notify), *args]
-
-    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
-        statement = self._statement(template, n_args, args)
-        async with self._lock:
-            conn = await self._connection()
-            try:
-                rows: list[Any] = await conn.fetch(*statement)
-            except Exception:
-                if conn.is_closed():
-                    self._conn = None
-                raise
-        return rows
 
     def _arguments(self, writes: list[Write]) -> list[Any]:
         """The statement's arrays: fences, then events, items and checkpoints, each row

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
@@ -241,6 +241,26 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
             if w.status is not None:
                 fence.status = w.status
     return list(by_key.values())
+
+
+RESPONSE_COLUMNS = tuple(f.name for f in fields(ResponseRow))
+
+
+def creation_rows(
+    writes: Iterable[Write],
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Plain creations (`is_plain_creation`) as rows: responses (`RESPONSE_COLUMNS` order),
+    input items (response_id, position, item_id, data), events (response_id, seq, type, data)."""
+    rows: list[tuple[Any, ...]] = []
+    inputs: list[tuple[Any, ...]] = []
+    events: list[tuple[Any, ...]] = []
+    for w in writes:
+        assert w.create is not None
+        row, input_rows = w.create
+        rows.append(tuple(getattr(row, name) for name in RESPONSE_COLUMNS))
+        inputs.extend((row.id, i.position, i.item_id, i.data) for i in input_rows)
+        events.extend((row.id, e.seq, e.type, e.data) for e in w.events)
+    return rows, inputs, events
 
 
 CHECKPOINT_COLUMNS = (

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from sqlalchemy.engine import URL, Connection
 
 from ._engine import sqlite_sync_engine
-from ._plan import CHECKPOINT_COLUMNS, Op, checkpoint_row, fences
-from .records import LeaseLost, ResponseRow, Write
+from ._plan import CHECKPOINT_COLUMNS, RESPONSE_COLUMNS, Op, checkpoint_row, creation_rows, fences
+from .records import LeaseLost, Write
 
 _FENCE = (
     "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status) WHERE id = ? AND lease_owner = ?"
@@ -42,10 +42,9 @@ _CHECKPOINTS = (
     f"VALUES ({', '.join('?' for _ in CHECKPOINT_COLUMNS)})"
 )
 
-_RESPONSE_COLUMNS = ResponseRow.__slots__
 _RESPONSES = (
-    f"INSERT INTO responses ({', '.join(_RESPONSE_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _RESPONSE_COLUMNS)})"
+    f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in RESPONSE_COLUMNS)})"
 )
 _INPUTS = "INSERT INTO input_items (response_id, position, item_id, data) VALUES (?, ?, ?, ?)"
 
@@ -133,15 +132,7 @@ class SqliteWriter:
         await asyncio.get_running_loop().run_in_executor(self._pool, self._create, writes)
 
     def _create(self, writes: list[Write]) -> None:
-        rows: list[tuple[object, ...]] = []
-        inputs: list[tuple[object, ...]] = []
-        events: list[tuple[object, ...]] = []
-        for w in writes:
-            assert w.create is not None
-            row, input_rows = w.create
-            rows.append(tuple(getattr(row, name) for name in _RESPONSE_COLUMNS))
-            inputs.extend((row.id, i.position, i.item_id, i.data) for i in input_rows)
-            events.extend((row.id, e.seq, e.type, e.data) for e in w.events)
+        rows, inputs, events = creation_rows(writes)
         with self._raw_transaction() as cur:
             cur.executemany(_RESPONSES, rows)
             if inputs:
