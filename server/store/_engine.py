@@ -119,9 +119,11 @@ def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
         # Manage transactions ourselves (pysqlite's implicit BEGIN is deferred and lazy).
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
+        # The busy timeout first: switching a new file to WAL needs a lock another process
+        # (a concurrent `migrate`) may hold, and would fail at once without it.
+        cur.execute("PRAGMA busy_timeout=30000")
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=FULL")
-        cur.execute("PRAGMA busy_timeout=30000")
         cur.close()
 
     @event.listens_for(engine, "begin")
