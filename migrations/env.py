@@ -1,7 +1,8 @@
 """Alembic environment: runs migrations on the async engine, under a database-wide lock.
 
-Invariant: two `migrate` runs against one PostgreSQL database never interleave: each takes a
-transaction-scoped advisory lock before Alembic reads the current revision, so the second one
+Invariant: two `migrate` runs against one database never interleave: each reads the current
+revision and applies every migration in one transaction that holds the database's write lock
+(PostgreSQL: a transaction-scoped advisory lock; SQLite: `BEGIN IMMEDIATE`), so the second one
 finds the schema already at head and applies nothing.
 """
 
@@ -26,6 +27,12 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         transaction_per_migration=False,
+        # Alembic assumes SQLite cannot roll back DDL and would commit after each migration,
+        # letting a concurrent run read a revision that is stale by the time it applies the
+        # next one (seen: "duplicate column name"). Our connections issue BEGIN IMMEDIATE
+        # themselves (pysqlite's implicit transaction handling is off), so SQLite's DDL is
+        # transactional and one transaction can hold the whole upgrade.
+        transactional_ddl=True,
     )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,29 @@ def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
     return engine
 
 
+_BUSY_TIMEOUT_MS = 30_000
+
+
+def _switch_to_wal(cur: Any) -> None:
+    """`PRAGMA journal_mode=WAL`, retried while another connection holds the file.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers "database is
+    locked" at once there instead of calling the busy handler (seen with two `migrate` runs
+    racing on a new file). Once the file is in WAL mode (it stays so) the pragma needs no lock.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # sqlite3.OperationalError, or aiosqlite's adapted one
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
 def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
     """WAL, full sync, a busy timeout, and transactions we begin ourselves."""
 
@@ -121,8 +145,8 @@ def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
         cur = dbapi_conn.cursor()
         # The busy timeout first: switching a new file to WAL needs a lock another process
         # (a concurrent `migrate`) may hold, and would fail at once without it.
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        _switch_to_wal(cur)
         cur.execute("PRAGMA synchronous=FULL")
         cur.close()
 

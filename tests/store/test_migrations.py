@@ -4,6 +4,7 @@
 - the migrated schema is exactly `server.store._tables.metadata` (alembic `compare_metadata`);
 - `check_schema` refuses an out-of-date database with a message that names the command;
 - concurrent `migrate` runs against one fresh database both succeed and apply the schema once;
+- a failed upgrade applies nothing (every migration of one run is one transaction);
 - user database URLs normalize to their async driver forms.
 """
 
@@ -126,6 +127,26 @@ async def test_check_schema_names_the_migrate_command(empty_url: str) -> None:
     await asyncio.to_thread(downgrade, url, "base")
     with pytest.raises(SchemaOutOfDate, match="durable-responses migrate"):
         await asyncio.to_thread(check_schema, url)
+
+
+async def test_a_failed_upgrade_leaves_the_database_as_it_was(empty_url: str) -> None:
+    """All migrations of one `migrate` run are one transaction, on SQLite too.
+
+    Alembic would commit SQLite after each migration; a run that failed half way would then
+    leave a schema between revisions, and a concurrent run could act on a stale revision.
+    """
+
+    def squat_on_0002s_index(conn: Connection) -> None:
+        conn.execute(text("CREATE TABLE squatter (answered_by VARCHAR(64))"))
+        conn.execute(text("CREATE INDEX ix_pending_requests_answered_by ON squatter (answered_by)"))
+        conn.commit()
+
+    await _run_sync(empty_url, squat_on_0002s_index)
+    with pytest.raises(Exception, match="ix_pending_requests_answered_by"):
+        await asyncio.to_thread(upgrade, empty_url)
+    # 0001 ran before 0002 failed; none of it stayed.
+    assert await _run_sync(empty_url, _table_names) == ["squatter"]
+    assert await asyncio.to_thread(current_revision, empty_url) is None
 
 
 async def _migrate_in_subprocess(url: str) -> tuple[int, str]:
