@@ -37,10 +37,12 @@ async def relay_committed(
         last = after
         check_store = True
         while True:
-            sub.clear()
+            if sub.clear():
+                check_store = True
             # The outbox keeps what it just committed for watched responses: same rows, no read.
             # The table is read when the tail does not reach back far enough, or after a wake-up
-            # the tail cannot explain (rows committed by another path or another process).
+            # the tail cannot explain (rows committed by another path or another process, a run
+            # that ended, the fallback timer).
             rows = host.store.notifier.tail_after(response_id, last)
             if rows is None or (not rows and check_store):
                 rows = await host.store.read_events(response_id, last, limit=2000)
@@ -58,7 +60,7 @@ async def relay_committed(
             # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
             fallback = 5.0 if host.store.cross_process_wakeups else host.settings.remote_poll_seconds
             woke = await sub.wait(None if local else fallback)
-            check_store = True
+            check_store = not woke
             if not woke and not local:
                 row = await host.store.get_response(response_id, None)
                 if row is None:

@@ -37,11 +37,42 @@ from .sinks import Sink
 
 log = logging.getLogger("durable_responses.run")
 
-# How long a run may process updates before letting the writer and relays have the loop.
-YIELD_EVERY = float(os.environ.get("DURABLE_RESPONSES_YIELD_EVERY_MS", "2")) / 1000
+# How long a run may process updates without suspending before it lets the writer and the
+# relays catch up (see `_drive`).
+YIELD_EVERY = float(os.environ.get("DURABLE_RESPONSES_YIELD_EVERY_MS", "4")) / 1000
 
 # Checkpoint writes a run may have in flight before a save waits (see `_on_save`).
 CHECKPOINT_PIPELINE = 4
+
+
+class _Hogging:
+    """Whether the calling task has kept the event loop to itself for `limit` seconds.
+
+    A callback queued with `call_soon` runs only once the loop turns; until it has run, the
+    task has not suspended since it was queued. Costs a `call_soon` per check while the loop
+    does turn, and nothing more.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: float) -> None:
+        self._loop = loop
+        self._limit = limit
+        self._turned = False
+        self._since = 0.0
+        self.reset()
+
+    def _turn(self) -> None:
+        self._turned = True
+
+    def reset(self) -> None:
+        self._turned = False
+        self._since = self._loop.time()
+        self._loop.call_soon(self._turn)
+
+    def __call__(self) -> bool:
+        if self._turned:
+            self.reset()
+            return False
+        return self._loop.time() - self._since > self._limit
 
 
 @dataclass
@@ -261,10 +292,10 @@ class ResponseRun:
         if self.plan.tools:
             kwargs["tools"] = self.plan.tools
         stream = self.agent.run(self.plan.messages or None, **kwargs)
-        loop = asyncio.get_running_loop()
-        last_pause = loop.time()
+        hogging = _Hogging(asyncio.get_running_loop(), YIELD_EVERY)
         first_output_at = self.mapper.next_output_index
-        eager = getattr(self.sink, "live", False)
+        live = getattr(self.sink, "live", False)
+        eager = live
         async for update in stream:
             self._check_failures()
             self.mapper.feed(update)
@@ -272,13 +303,18 @@ class ResponseRun:
                 # Live delivery: commit the first output at once, before the agent's burst.
                 eager = False
                 await self.sink.commit()
-            # An agent that is ahead of us hands over updates without ever suspending this
-            # task; give the outbox writer and the relays a turn every couple of milliseconds
-            # so live delivery stays live.
-            now = loop.time()
-            if now - last_pause > YIELD_EVERY:
-                await asyncio.sleep(0)
-                last_pause = loop.time()
+                hogging.reset()
+            elif hogging():
+                # The agent hands over updates faster than it suspends (a burst): the outbox
+                # writer and the relays would get one loop turn per pause, and SQLite's writer
+                # thread would wait for the GIL at every step of its commit. Live: wait for
+                # what is held to commit (the relays go out first), so the stream keeps pace
+                # with the run. Durable: nothing to show before the checkpoint; just a turn.
+                if live:
+                    await self.sink.commit()
+                else:
+                    await asyncio.sleep(0)
+                hogging.reset()
         self._check_failures()
 
     def _check_failures(self) -> None:

@@ -5,6 +5,12 @@ wakes and reads finds the rows. Each subscriber has its own flag, so one relay c
 flag never swallows another's wake-up. Waiters never poll; a relay for a response driven by
 another process wakes through the cross-process channel (PostgreSQL LISTEN/NOTIFY) or, on
 SQLite, through the relay's slow fallback timer.
+
+Two kinds of wake-up: the outbox's own commits (`publish_committed`, after `committed()` put
+their rows in the tail: the tail tells the whole story) and every other one (`publish`: rows
+committed another way, a run that ended, a deletion, shutdown), after which a relay must read
+the table. Telling them apart keeps a live relay off the database while its run streams (a
+checkpoint's commit, which carries no events, used to cost every relay a read).
 """
 
 from __future__ import annotations
@@ -47,19 +53,31 @@ class Notifier:
         return tail[seq + 1 - first :]
 
     def publish(self, response_id: str) -> None:
+        """Wake the response's relays; they re-read the table (something changed elsewhere)."""
         subs = self._subs.get(response_id)
         if subs:
             for sub in subs:
+                sub._foreign = True
                 sub._event.set()
 
     def publish_many(self, response_ids: Iterable[str]) -> None:
         for rid in response_ids:
             self.publish(rid)
 
+    def publish_committed(self, response_ids: Iterable[str]) -> None:
+        """Wake the relays of responses whose commits went through `committed()`: the tail
+        holds every new row, no read needed."""
+        for rid in response_ids:
+            subs = self._subs.get(rid)
+            if subs:
+                for sub in subs:
+                    sub._event.set()
+
     def publish_all(self) -> None:
         """Wake every subscriber (shutdown: relays re-check whether to go on)."""
         for subs in self._subs.values():
             for sub in subs:
+                sub._foreign = True
                 sub._event.set()
 
     def has_subscribers(self, response_id: str) -> bool:
@@ -89,10 +107,16 @@ class Subscription:
         self._notifier = notifier
         self.response_id = response_id
         self._event = asyncio.Event()
+        self._foreign = False
         self.closed = False
 
-    def clear(self) -> None:
+    def clear(self) -> bool:
+        """Reset the flag; returns whether a wake-up since the last clear asked for a read of
+        the table (`Notifier.publish`) rather than only announcing rows now in the tail."""
+        foreign = self._foreign
+        self._foreign = False
         self._event.clear()
+        return foreign
 
     async def wait(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - a wake-up with a fallback
         if self._event.is_set():

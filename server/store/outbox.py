@@ -289,7 +289,7 @@ class Outbox:
         # loop's queue, so what just committed goes out before a run resumes its burst.
         for w in writes:
             self._notifier.committed(w.response_id, w.events)
-        self._notifier.publish_many({w.response_id for w in writes})
+        self._notifier.publish_committed({w.response_id for w in writes})
         for w in writes:
             if w.future is not None and not w.future.done():
                 w.future.set_result(None)

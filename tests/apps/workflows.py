@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Never
 
@@ -235,4 +236,42 @@ def custom_state() -> Workflow:
     start, end = _CustomStateStart(), _CustomStateEnd()
     b = WorkflowBuilder(name="custom_state", start_executor=start, output_from=[end])
     b.add_edge(start, end)
+    return b.build()
+
+
+class _Burst(Executor):
+    """N outputs (the user's text, default 1000) in ONE superstep, never suspending between them;
+    then hands over to `_Marker`."""
+
+    def __init__(self) -> None:
+        super().__init__(id="burst")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[str, str]) -> None:
+        text = last_user_text(messages).strip()
+        for i in range(int(text) if text.isdigit() else 1000):
+            await ctx.yield_output(f"burst {i}")
+        await ctx.send_message("done")
+
+
+class _Marker(Executor):
+    """The next superstep: one output carrying the wall-clock time it started."""
+
+    def __init__(self) -> None:
+        super().__init__(id="marker")
+
+    @handler
+    async def run(self, _done: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"marker t={time.time():.6f}")
+
+
+def burst_then_marker() -> Workflow:
+    """A burst the framework hands to the host as fast as the host takes it, then a marker.
+
+    The framework starts the marker's superstep only after the host has taken every update of
+    the burst and checkpointed it, so the marker's time is when the host was done with the burst.
+    """
+    burst, marker = _Burst(), _Marker()
+    b = WorkflowBuilder(name="burst_then_marker", start_executor=burst, output_from=[burst, marker])
+    b.add_edge(burst, marker)
     return b.build()

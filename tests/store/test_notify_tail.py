@@ -22,3 +22,26 @@ def test_tail_only_for_watched_responses_and_only_contiguous() -> None:
     assert [r.seq for r in n.tail_after("r", 6) or []] == [7]
     sub.close()
     assert n.tail_after("r", 6) is None  # forgotten with its last watcher
+
+
+def test_a_wake_up_says_whether_the_tail_tells_the_whole_story() -> None:
+    """The outbox's own commits (rows in the tail) need no read of the table; any other
+    wake-up (rows committed another way, a run that ended, shutdown) does."""
+    n = Notifier()
+    sub = n.subscribe("r")
+    assert sub.clear() is False
+    n.committed("r", rows(0, 2))
+    n.publish_committed(["r"])
+    assert sub._event.is_set()
+    assert sub.clear() is False  # the tail has the rows
+    n.publish("r")
+    assert sub.clear() is True  # something else changed: read the table
+    assert sub.clear() is False  # once
+    n.publish_committed(["r"])
+    n.publish_all()
+    assert sub.clear() is True  # a foreign wake-up is not lost behind a local one
+    other = n.subscribe("other")
+    n.publish_committed(["r"])
+    assert other.clear() is False and not other._event.is_set()
+    sub.close()
+    other.close()
