@@ -374,7 +374,7 @@ class ResponseRun:
             c.included = c.status == "completed"
         self._closed_this_run.extend(closed)
         now = time.time()
-        output = await self._final_output(closed)
+        output = await self._final_output()
         use = usage(self.mapper.usage_in, self.mapper.usage_out)
         response = build_response(
             self.request,
@@ -406,15 +406,22 @@ class ResponseRun:
         )
         self.final_status = status
 
-    async def _final_output(self, closed: list[ClosedItem]) -> list[dict[str, Any]]:
+    async def _final_output(self) -> list[dict[str, Any]]:
         if self.store is None or self._all_output_here:
             # Every item of this response was closed by this run: no need to read them back.
             return [c.item for c in self._closed_this_run if c.included]
-        committed = await self.store.output_items(self.response_id)
-        seen = {r.output_index for r in committed}
-        output = [json.loads(r.data) for r in committed]
-        output.extend(c.item for c in closed if c.included and c.output_index not in seen)
-        return output
+        # Items of earlier runs come from the table; this run's own come from memory, as its
+        # last checkpoint writes (which close them) may still be in flight: read alone, the
+        # terminal event of a recovered response missed the last superstep's outputs.
+        by_index = {
+            r.output_index: json.loads(r.data) for r in await self.store.output_items(self.response_id)
+        }
+        for c in self._closed_this_run:
+            if c.included:
+                by_index[c.output_index] = c.item
+            else:
+                by_index.pop(c.output_index, None)
+        return [by_index[i] for i in sorted(by_index)]
 
     def _pending_rows(self) -> list[PendingRequestRow]:
         cp = self._last_checkpoint

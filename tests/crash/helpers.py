@@ -118,6 +118,15 @@ def check_sequence(events: list[dict[str, Any]], *, label: str = "") -> None:
             done[idx] = iid
     missing = set(added) - set(done)
     assert not missing, f"{label} output items added but never done: {sorted(missing)}"
+    # The terminal event's Response lists exactly the items closed other than `incomplete`
+    # (regression: after a recovery it missed the last superstep's, still being committed).
+    kept = sorted(
+        (e["output_index"], e["item"]["id"])
+        for e in events
+        if e["type"] == "response.output_item.done" and e["item"].get("status") != "incomplete"
+    )
+    listed = [item["id"] for item in terminals[0]["response"]["output"]]
+    assert listed == [iid for _, iid in kept], f"{label} terminal output {listed} != items done {kept}"
 
 
 def incomplete_indexes(events: list[dict[str, Any]]) -> set[int]:
