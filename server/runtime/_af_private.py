@@ -26,6 +26,10 @@ Private names used, and why
   restore phase's events are yielded; the input phase is delegated to the original with
   ``checkpoint_id=None``. The mixin is combined with the application's own class by
   ``make_restorable`` (``__class__`` rebinding), so an overridden ``run()`` stays the entry point.
+- ``agent_framework._workflows._typing_utils.try_coerce_to_type`` / ``is_instance_of``: what
+  ``Workflow.run(responses=...)`` does to a reply (``_coerce_request_info_response``) before it
+  refuses a wrong type at run time; ``coerce_request_response`` applies the same up front, so a reply
+  the host accepts is one the framework accepts.
 - ``agent_framework._workflows._checkpoint_encoding.encode_checkpoint_value`` /
   ``decode_checkpoint_value``: the encoding ``FileCheckpointStorage`` uses (JSON, non-JSON values as
   base64 pickle + type name, restricted unpickler with an allow-list). Only ``register_checkpoint_type``
@@ -78,6 +82,9 @@ from agent_framework._workflows._checkpoint_encoding import (
     decode_checkpoint_value,
     encode_checkpoint_value,
 )
+
+# The coercion ``Workflow.run(responses=...)`` applies to a reply before checking its type.
+from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_to_type
 from agent_framework.exceptions import AgentInvalidRequestException, WorkflowCheckpointException
 
 __all__ = [
@@ -87,12 +94,14 @@ __all__ = [
     "CheckpointTypeRefused",
     "check_compatibility",
     "clean_request_info_arguments",
+    "coerce_request_response",
     "decode_checkpoint",
     "encode_checkpoint",
     "json_friendly",
     "make_restorable",
     "pending_request_ids",
     "pending_request_payloads",
+    "pending_response_types",
 ]
 
 # What the mixin was written against (agent-framework-core 1.23.0).
@@ -339,6 +348,45 @@ def pending_request_payloads(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
     }
 
 
+def pending_response_types(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
+    """Request id -> the ``response_type`` each pending request in ``checkpoint`` declared (or None)."""
+    types: dict[str, Any] = {}
+    for key, event in checkpoint.pending_request_info_events.items():
+        try:
+            response_type: Any = event.response_type
+        except RuntimeError:  # a malformed event without one: nothing to convert to
+            response_type = None
+        types[str(event.request_id or key)] = response_type
+    return types
+
+
+def coerce_request_response(value: Any, response_type: Any) -> Any:
+    """``value`` (a decoded JSON value) as an instance of ``response_type``, converted exactly as
+    ``Workflow.run(responses=...)`` converts a reply (dict -> dataclass / pydantic model /
+    ``from_dict``, int -> float, typed lists, dicts, tuples, sets and unions).
+
+    Raises:
+        TypeError: ``value`` cannot become a ``response_type``; the message says why when known.
+    """
+    if isinstance(value, bool) and response_type in (int, float):
+        raise TypeError("a boolean is not a number")
+    coerced = try_coerce_to_type(value, response_type)
+    try:
+        ok = is_instance_of(coerced, response_type)
+    except TypeError:  # an annotation isinstance cannot check: the framework cannot either
+        ok = True
+    if ok:
+        return coerced
+    detail = ""
+    model_validate = getattr(response_type, "model_validate", None)
+    if isinstance(value, dict) and callable(model_validate):
+        try:
+            model_validate(value)
+        except Exception as exc:  # pydantic's ValidationError names the failing fields
+            detail = " ".join(str(exc).split())
+    raise TypeError(detail)
+
+
 def clean_request_info_arguments(content: Content) -> tuple[str, str, str]:
     """``(call_id, name, arguments_json)`` for a function_call content, fit to show a client.
 
@@ -411,6 +459,11 @@ def check_compatibility() -> None:
     missing_fields = [name for name in _CHECKPOINT_FIELDS if name not in checkpoint_fields]
     if missing_fields:
         problems.append(f"WorkflowCheckpoint lacks fields {missing_fields}")
+    coerce_params = tuple(inspect.signature(try_coerce_to_type).parameters)
+    if coerce_params[:2] != ("data", "target_type") or not callable(is_instance_of):
+        problems.append("_typing_utils.try_coerce_to_type / is_instance_of changed")
+    if getattr(WorkflowEvent, "response_type", None) is None:
+        problems.append("WorkflowEvent.response_type is missing")
     if getattr(WorkflowAgent, "REQUEST_INFO_FUNCTION_NAME", None) != "request_info":
         problems.append("WorkflowAgent.REQUEST_INFO_FUNCTION_NAME is no longer 'request_info'")
     if problems:

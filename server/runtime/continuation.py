@@ -4,6 +4,11 @@ Invariants:
 - Fail closed: continuing a response that is missing, still running, waiting for replies that
   were not given, or whose workflow checkpoint is gone (or holds a refused type) is a 4xx; a
   workflow is never silently restarted from its entry executor.
+- Everything a run would refuse is refused here first, with a 4xx, before a response is created
+  or a request is marked answered (`check`): a reply to a paused workflow holds only
+  function_call_output items, each for one of its pending calls, each convertible to the type
+  its request declared; a function_call_output elsewhere must answer a function_call that the
+  input or the prior turns hold; an item_reference must name an item of the same user.
 - A reply answers a pending request exactly once (`answer_pending` is all-or-none).
 - `plan()` derives the start of a run from stored data only, so recovery restarts a response
   that has no checkpoint yet exactly as its first run started.
@@ -12,17 +17,44 @@ Invariants:
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+
+from agent_framework import WorkflowCheckpoint
 
 from ..protocol import errors
 from ..protocol.request import CreateRequest
-from ..store import TERMINAL_STATUSES, CheckpointRow, ResponseRow, Store
-from ._af_private import CheckpointTypeRefused, decode_checkpoint
+from ..store import TERMINAL_STATUSES, CheckpointRow, PendingRequestRow, ResponseRow, Store
+from ._af_private import CheckpointTypeRefused, decode_checkpoint, pending_response_types
 from .apps import HostedApp
-from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
+from .messages import (
+    ReplyTypeError,
+    declaration_tools,
+    function_output_value,
+    input_items_to_messages,
+    output_items_to_messages,
+    type_name,
+)
 from .run import RunPlan
 
 MAX_HISTORY_RESPONSES = 1000
+# Stored items read per item_reference (the item itself comes first; copies of it follow).
+MAX_REFERENCE_CANDIDATES = 8
+# Decoded checkpoints kept by id (a checkpoint row never changes): `check` and `plan` share one.
+_DECODED_CACHE = 16
+
+
+def _kind(item: Mapping[str, Any]) -> str:
+    return str(item.get("type") or "message")
+
+
+def _call_ids(items: Sequence[Mapping[str, Any]], kind: str) -> list[str]:
+    return [str(i.get("call_id")) for i in items if i.get("type") == kind]
+
+
+def _quoted(ids: Sequence[str]) -> str:
+    return ", ".join(f"'{i}'" for i in ids)
 
 
 class Continuations:
@@ -30,9 +62,15 @@ class Continuations:
         self.store = store
         self.app = app
         self.allowed_types = allowed_types
+        self._decoded: OrderedDict[str, WorkflowCheckpoint] = OrderedDict()
 
     async def check(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
-        """The response this one continues (for pending requests), after validating it."""
+        """The response this one continues (for pending requests), after validating it and the input."""
+        prev = await self._previous(user_id, req)
+        await self.check_input(user_id, req, prev)
+        return prev
+
+    async def _previous(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
         if req.previous_response_id:
             prev = await self.store.get_response(req.previous_response_id, user_id)
             if prev is None:
@@ -59,16 +97,29 @@ class Continuations:
             return prior[-1] if prior else None
         return None
 
-    async def answer_pending(
-        self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
-    ) -> str | None:
-        replies = [i["call_id"] for i in req.input_items if i.get("type") == "function_call_output"]
-        if not self.app.is_workflow:
-            return None
-        pending = await self.store.pending_requests(prev.id, user_id)
-        open_ids = {p.call_id for p in pending if p.status == "pending"}
+    # -- validating the input of a new turn -------------------------------------------------
+
+    async def check_input(self, user_id: str, req: CreateRequest, prev: ResponseRow | None) -> None:
+        """Refuse (4xx) an input the run would fail on, before anything is created or answered."""
+        items = req.input_items
+        if self.app.is_workflow and prev is not None:
+            pending = await self.store.pending_requests(prev.id, user_id)
+            if pending:
+                self._check_reply_to_pause(prev, items, pending)
+                await self._check_reply_types(user_id, req, items)
+                return
+        resolved = await self.resolve_references(user_id, items, strict=True)
+        replies = _call_ids(resolved, "function_call_output")
+        if replies:
+            await self._check_calls_exist(user_id, req, prev, resolved, replies)
+
+    def _check_reply_to_pause(
+        self, prev: ResponseRow, items: Sequence[Mapping[str, Any]], pending: Sequence[PendingRequestRow]
+    ) -> None:
+        """A paused workflow takes only function_call_output items, one per call it still waits on."""
+        open_ids = [p.call_id for p in pending if p.status == "pending"]
         answered = {p.call_id: p.answered_by for p in pending if p.status == "answered"}
-        for call_id in replies:
+        for call_id in _call_ids(items, "function_call_output"):
             if call_id in answered:
                 raise errors.conflict(
                     f"The request with call_id '{call_id}' was already answered by response "
@@ -78,19 +129,166 @@ class Continuations:
                 )
             if call_id not in open_ids:
                 raise errors.bad_request(
-                    f"No pending request with call_id '{call_id}' on response '{prev.id}'.",
+                    f"No pending request with call_id '{call_id}' on response '{prev.id}'"
+                    + (f" (it waits for {_quoted(open_ids)})." if open_ids else "."),
                     param="input",
                     code="unknown_call_id",
                 )
-        if open_ids and not replies:
+        others = [(pos, item) for pos, item in enumerate(items) if item.get("type") != "function_call_output"]
+        if not others and items:
+            return
+        if not open_ids:
+            # Every call it paused for was answered: the workflow went on in the answering response.
+            by = list(dict.fromkeys(a for a in answered.values() if a))
+            raise errors.conflict(
+                f"Response '{prev.id}' is a workflow paused for call_id(s) {_quoted(list(answered))}, "
+                f"which response(s) {_quoted(by)} already answered, so it cannot take new input. "
+                f"Continue from response '{by[-1] if by else prev.id}' instead "
+                "(previous_response_id set to it).",
+                code="call_already_answered",
+                param="previous_response_id",
+            )
+        waiting = (
+            f"Response '{prev.id}' is a workflow paused waiting for a function_call_output for call_id(s) "
+            f"{_quoted(open_ids)}"
+        )
+        if not others:  # an empty input
             raise errors.bad_request(
-                f"Response '{prev.id}' is waiting for a function_call_output for call_id(s) "
-                f"{', '.join(sorted(open_ids))}; send those as input items.",
+                f"{waiting}; answer with function_call_output input items (call_id and output).",
                 param="input",
                 code="pending_request",
             )
+        pos, item = others[0]
+        if len(others) == len(items):  # nothing but other items: no answer at all
+            advice = (
+                f"answer with function_call_output input items (call_id and output); input[{pos}] is a "
+                f"{_kind(item)} item, which a paused workflow cannot take."
+            )
+        else:
+            advice = (
+                "a reply to a paused workflow may contain only function_call_output items, but "
+                f"input[{pos}] is a {_kind(item)} item. Send the function_call_output items alone, then "
+                "continue from the response they produce."
+            )
+        raise errors.bad_request(f"{waiting}; {advice}", param=f"input[{pos}]", code="pending_request")
+
+    async def _check_reply_types(
+        self, user_id: str, req: CreateRequest, items: Sequence[Mapping[str, Any]]
+    ) -> None:
+        cp = await self._checkpoint(user_id, req, None)
+        if cp is not None:
+            self.typed_replies(self._decode(cp), items)
+
+    async def _check_calls_exist(
+        self,
+        user_id: str,
+        req: CreateRequest,
+        prev: ResponseRow | None,
+        resolved: Sequence[Mapping[str, Any]],
+        replies: Sequence[str],
+    ) -> None:
+        """Each function_call_output answers a function_call of this input or of a prior turn."""
+        known = set(_call_ids(resolved, "function_call"))
+        missing = [c for c in replies if c not in known]
+        if missing and prev is not None and not self.app.is_workflow:
+            async for items in self._prior_items_newest_first(user_id, req, prev):
+                known.update(_call_ids(items, "function_call"))
+                missing = [c for c in missing if c not in known]
+                if not missing:
+                    return
+        if not missing:
+            return
+        if prev is None:
+            hint = (
+                "Continue from the response whose output holds that function_call (previous_response_id), "
+                "or include the function_call item in input before its output."
+            )
+        elif self.app.is_workflow:
+            hint = (
+                f"Response '{prev.id}' is not a workflow paused for a request, so there is nothing to "
+                "answer; continue from the response that returned the function_call."
+            )
+        else:
+            hint = f"Neither the input nor the history of response '{prev.id}' holds that function_call."
+        raise errors.bad_request(
+            f"No tool call found for function call output with call_id {missing[0]}. {hint}",
+            param="input",
+            code="unknown_call_id",
+        )
+
+    def typed_replies(
+        self, checkpoint: WorkflowCheckpoint, items: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """Call id -> each reply's output converted to its request's declared response_type (400 if not)."""
+        types = pending_response_types(checkpoint)
+        results: dict[str, Any] = {}
+        for pos, item in enumerate(items):
+            call_id = str(item.get("call_id"))
+            if item.get("type") != "function_call_output" or call_id not in types:
+                continue
+            response_type = types[call_id]
+            try:
+                results[call_id] = function_output_value(item.get("output"), response_type)
+            except ReplyTypeError as exc:
+                raise errors.bad_request(
+                    f"Invalid 'input[{pos}].output': the request with call_id '{call_id}' expects a value "
+                    f"of type {type_name(response_type)} (its response_type), and the output cannot be "
+                    f"converted to one: {exc}.",
+                    param=f"input[{pos}].output",
+                    code="invalid_function_call_output",
+                ) from None
+        return results
+
+    # -- item references ----------------------------------------------------------------
+
+    async def resolve_references(
+        self, user_id: str, items: Sequence[dict[str, Any]], *, strict: bool
+    ) -> list[dict[str, Any]]:
+        """`items` with each item_reference replaced by the stored item it names (of this user).
+
+        A stored item_reference (an earlier request's input, kept as sent under the id it names) is
+        a copy, never the item itself: the first stored item of another type is taken.
+        strict: an unknown id is a 404 (creation); otherwise the reference is dropped (recovery
+        and history, where the referenced response may have been deleted since).
+        """
+        if not any(i.get("type") == "item_reference" for i in items):
+            return list(items)
+        out: list[dict[str, Any]] = []
+        for pos, item in enumerate(items):
+            if item.get("type") != "item_reference":
+                out.append(item)
+                continue
+            ref = str(item.get("id"))
+            found = None
+            for data in await self.store.find_items(user_id, ref, limit=MAX_REFERENCE_CANDIDATES):
+                stored = json.loads(data)
+                if isinstance(stored, dict) and stored.get("type") != "item_reference":
+                    found = stored
+                    break
+            if found is not None:
+                out.append(found)
+            elif strict:
+                raise errors.not_found(
+                    f"Item with id '{ref}' not found (input[{pos}] is an item_reference; it must name an "
+                    "input or output item of one of your stored responses).",
+                    param="input",
+                )
+        return out
+
+    # -- marking replies ------------------------------------------------------------------
+
+    async def answer_pending(
+        self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
+    ) -> str | None:
+        """Mark the calls this input answers as answered by `rid` (all or none, after `check`)."""
+        if not self.app.is_workflow:
+            return None
+        replies = _call_ids(req.input_items, "function_call_output")
         if not replies:
             return None
+        pending = await self.store.pending_requests(prev.id, user_id)
+        if not pending:
+            return None  # not a pause: `check` let these through as answers to calls in the input
         refused = await self.store.answer_pending(prev.id, user_id, replies, rid)
         if refused:
             raise errors.conflict(
@@ -100,15 +298,26 @@ class Continuations:
             )
         return prev.id
 
+    # -- planning a run ---------------------------------------------------------------------
+
     async def plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
         """How to (re)start a response from its stored input (also used by recovery)."""
-        current = input_items_to_messages(req.input_items)
+        items = await self.resolve_references(user_id, req.input_items, strict=False)
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
             history = await self.history(user_id, req, rid)
-            return RunPlan(messages=history + current, tools=tools)
-        checkpoint_id: str | None = None
-        cp: CheckpointRow | None = None
+            return RunPlan(messages=history + input_items_to_messages(items), tools=tools)
+        cp = await self._checkpoint(user_id, req, rid)
+        results: dict[str, Any] | None = None
+        if cp is not None:
+            results = self.typed_replies(self._decode(cp), items)
+        current = input_items_to_messages(items, results=results)
+        return RunPlan(
+            messages=current, checkpoint_id=cp.checkpoint_id if cp is not None else None, tools=tools
+        )
+
+    async def _checkpoint(self, user_id: str, req: CreateRequest, rid: str | None) -> CheckpointRow | None:
+        """The checkpoint a workflow turn continues from (None: a fresh start); 409 if it is gone."""
         if req.previous_response_id:
             cp = await self.store.latest_checkpoint(user_id=user_id, response_id=req.previous_response_id)
             if cp is None:
@@ -119,37 +328,45 @@ class Continuations:
                     code="checkpoint_not_found",
                     param="previous_response_id",
                 )
-            checkpoint_id = cp.checkpoint_id
-        elif req.conversation_id:
+            return cp
+        if req.conversation_id:
             prior = [
                 r
                 for r in await self.store.conversation_responses(user_id, req.conversation_id)
                 if r.id != rid
             ]
-            cp = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
-            if cp is not None and cp.response_id == rid:
-                cp = None  # recovery without own checkpoint: never happens (caller checks), be safe
-            if prior and cp is None:
+            found = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
+            if found is not None and found.response_id == rid:
+                found = None  # recovery without own checkpoint: never happens (caller checks), be safe
+            if prior and found is None:
                 raise errors.conflict(
                     f"The workflow state of conversation '{req.conversation_id}' is not available "
                     "(no checkpoint is stored for it), so it cannot be continued; start a new conversation.",
                     code="checkpoint_not_found",
                     param="conversation",
                 )
-            checkpoint_id = cp.checkpoint_id if cp is not None else None
-        if cp is not None:
-            self.check_decodable(cp.data)
-        return RunPlan(messages=current, checkpoint_id=checkpoint_id, tools=tools)
+            return found
+        return None
 
-    def check_decodable(self, data: str) -> None:
-        """Fail closed, before anything runs, on a checkpoint holding a type not allowed."""
+    def _decode(self, cp: CheckpointRow) -> WorkflowCheckpoint:
+        """Decode a checkpoint, failing closed (422) on a type off the allow-list."""
+        cached = self._decoded.get(cp.checkpoint_id)
+        if cached is not None:
+            self._decoded.move_to_end(cp.checkpoint_id)
+            return cached
         try:
-            decode_checkpoint(data, allowed_types=self.allowed_types)
+            checkpoint = decode_checkpoint(cp.data, allowed_types=self.allowed_types)
         except CheckpointTypeRefused as exc:
             raise errors.unprocessable(str(exc), code="checkpoint_type_refused") from exc
+        self._decoded[cp.checkpoint_id] = checkpoint
+        while len(self._decoded) > _DECODED_CACHE:
+            self._decoded.popitem(last=False)
+        return checkpoint
 
-    async def history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
-        """Prior turns' input and output, oldest first, for a plain agent."""
+    # -- history --------------------------------------------------------------------------
+
+    async def _chain(self, user_id: str, req: CreateRequest, rid: str) -> list[ResponseRow]:
+        """The prior turns of a plain agent's conversation, oldest first."""
         chain: list[ResponseRow] = []
         if req.previous_response_id:
             next_id: str | None = req.previous_response_id
@@ -166,10 +383,39 @@ class Continuations:
                 for r in await self.store.conversation_responses(user_id, req.conversation_id)
                 if r.id != rid
             ]
+        return chain
+
+    async def _turn_items(self, user_id: str, row: ResponseRow) -> tuple[list[Any], list[Any]]:
+        """A prior turn's input (references resolved, as its run saw them) and output items."""
+        inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]
+        outputs = [json.loads(o.data) for o in await self.store.output_items(row.id)]
+        return await self.resolve_references(user_id, inputs, strict=False), outputs
+
+    async def _prior_items_newest_first(
+        self, user_id: str, req: CreateRequest, prev: ResponseRow
+    ) -> AsyncIterator[list[Any]]:
+        """Each prior turn's output then input items, newest turn first (stops early if asked)."""
+        if req.previous_response_id:
+            row: ResponseRow | None = prev
+            seen = 0
+            while row is not None and seen < MAX_HISTORY_RESPONSES:
+                inputs, outputs = await self._turn_items(user_id, row)
+                yield outputs
+                yield inputs
+                seen += 1
+                nxt = row.previous_response_id
+                row = await self.store.get_response(nxt, user_id) if nxt else None
+        elif req.conversation_id:
+            for turn in reversed(await self.store.conversation_responses(user_id, req.conversation_id)):
+                inputs, outputs = await self._turn_items(user_id, turn)
+                yield outputs
+                yield inputs
+
+    async def history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
+        """Prior turns' input and output, oldest first, for a plain agent."""
         messages: list[Any] = []
-        for row in chain:
-            inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]
-            outputs = [json.loads(o.data) for o in await self.store.output_items(row.id)]
+        for row in await self._chain(user_id, req, rid):
+            inputs, outputs = await self._turn_items(user_id, row)
             messages.extend(input_items_to_messages(inputs))
             messages.extend(output_items_to_messages(outputs))
         return messages

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import and_, delete, func, insert, literal, or_, select, text, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -154,6 +154,35 @@ class Store:
         async with self.db.reader.connect() as conn:
             rows = (await conn.execute(q)).all()
         return [InputItemRow(*r) for r in rows]
+
+    async def find_items(self, user_id: str, item_id: str, *, limit: int = 8) -> list[str]:
+        """The stored JSON of the items with id `item_id` among `user_id`'s responses (at most `limit`).
+
+        What an `item_reference` names: an output item (only ones kept in the output) or an input
+        item. An id can occur more than once (a client may send an earlier item back with its id,
+        or as an item_reference, which is stored under the id it names): output items come first,
+        then input items oldest first, so the original precedes its copies. Scoped by `user_id`
+        (another tenant's item reads as absent). The search goes from the user's responses
+        (`ix_responses_conversation` leads with `user_id`) to their items by response id
+        (`ix_input_items_item_id`, the output items' primary key); there is no index on the item
+        id alone, so its cost grows with the user's number of responses.
+        """
+        r, o, i = t.responses.c, t.output_items.c, t.input_items.c
+        outputs = (
+            select(o.data.label("data"), literal(0).label("rank"), r.created_at.label("created_at"))
+            .select_from(t.output_items.join(t.responses, r.id == o.response_id))
+            .where(and_(r.user_id == user_id, o.item_id == item_id, o.included.is_(True)))
+        )
+        inputs = (
+            select(i.data.label("data"), literal(1).label("rank"), r.created_at.label("created_at"))
+            .select_from(t.input_items.join(t.responses, r.id == i.response_id))
+            .where(and_(r.user_id == user_id, i.item_id == item_id))
+        )
+        both = union_all(outputs, inputs).subquery()
+        q = select(both.c.data).order_by(both.c.rank, both.c.created_at).limit(limit)
+        async with self.db.reader.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        return [str(row[0]) for row in rows]
 
     async def list_input_items(
         self,

@@ -30,11 +30,13 @@ from server.runtime._af_private import (
     CheckpointTypeRefused,
     check_compatibility,
     clean_request_info_arguments,
+    coerce_request_response,
     decode_checkpoint,
     encode_checkpoint,
     make_restorable,
     pending_request_ids,
     pending_request_payloads,
+    pending_response_types,
 )
 
 # sha256 of inspect.getsource(WorkflowAgent._run_core) in agent-framework-core 1.23.0.
@@ -552,6 +554,49 @@ def test_clean_arguments_of_plain_function_calls() -> None:
     assert clean_request_info_arguments(no_args) == ("c3", "g", "{}")
     with pytest.raises(ValueError):
         clean_request_info_arguments(Content.from_text("hi"))
+
+
+# endregion
+
+
+# region typed replies
+
+
+def test_pending_response_types_read_the_declared_types() -> None:
+    events = {
+        "r1": WorkflowEvent.request_info(
+            request_id="r1", source_executor_id="x", request_data="how many?", response_type=int
+        ),
+        "r2": WorkflowEvent.request_info(
+            request_id="r2", source_executor_id="x", request_data=Ask("ok?", []), response_type=Ask
+        ),
+    }
+    checkpoint = WorkflowCheckpoint(
+        workflow_name="w", graph_signature_hash="h", pending_request_info_events=events
+    )
+    assert pending_response_types(checkpoint) == {"r1": int, "r2": Ask}
+    # The types survive the checkpoint encoding (Ask allowed, as an application would).
+    decoded = decode_checkpoint(encode_checkpoint(checkpoint), allowed_types=[f"{__name__}:Ask"])
+    assert pending_response_types(decoded) == {"r1": int, "r2": Ask}
+
+
+def test_coerce_request_response_matches_the_framework() -> None:
+    from pydantic import BaseModel
+
+    class Form(BaseModel):
+        name: str
+
+    assert coerce_request_response(3, int) == 3
+    assert coerce_request_response(3, float) == 3.0 and isinstance(coerce_request_response(3, float), float)
+    assert coerce_request_response({"question": "q", "options": ["a"]}, Ask) == Ask("q", ["a"])
+    assert coerce_request_response({"name": "n"}, Form) == Form(name="n")
+    assert coerce_request_response([1, 2], list[int]) == [1, 2]
+    assert coerce_request_response(None, int | None) is None
+    for value, target in ((True, int), (1.5, int), ("3", int), ({"question": 1}, Ask), ([1, "x"], list[int])):
+        with pytest.raises(TypeError):
+            coerce_request_response(value, target)
+    with pytest.raises(TypeError, match="name"):  # pydantic says which field failed
+        coerce_request_response({}, Form)
 
 
 # endregion

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 from typing import Any
 
@@ -9,7 +11,13 @@ import pytest
 from agent_framework import FunctionTool, Message
 
 from server.examples.echo_agent import echo_agent
-from server.runtime.messages import declaration_tools, input_items_to_messages, output_items_to_messages
+from server.runtime.messages import (
+    ReplyTypeError,
+    declaration_tools,
+    function_output_value,
+    input_items_to_messages,
+    output_items_to_messages,
+)
 
 PNG_DATA_URL = "data:image/png;base64,iVBORw0KGgo="
 
@@ -208,3 +216,83 @@ async def test_history_from_items_reaches_the_agent() -> None:
     new: list[Message] = input_items_to_messages([_user({"type": "input_text", "text": "two"})])
     response = await echo_agent().run(history + new)
     assert response.text == "echo: two (turn 2)"
+
+
+# -- typed replies to request_info --------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Ticket:
+    title: str
+    priority: int
+
+
+class _Color(enum.Enum):
+    RED = "red"
+    ONE = 1
+
+
+def test_function_output_value_converts_to_the_declared_type() -> None:
+    from pydantic import BaseModel
+
+    class Form(BaseModel):
+        name: str
+        age: int
+
+    parts = [{"type": "input_text", "text": "a"}, {"type": "output_text", "text": "b"}]
+    cases: list[tuple[Any, Any, Any]] = [
+        ("text", str, "text"),
+        ('"quoted"', str, '"quoted"'),  # a string type takes the text as is, never as JSON
+        (parts, str, "ab"),
+        ("42", int, 42),
+        (" 42 ", int, 42),
+        ("2", float, 2.0),
+        ("2.5", float, 2.5),
+        ("true", bool, True),
+        ("false", bool, False),
+        ("[1, 2]", list, [1, 2]),
+        ('{"a": 1}', dict, {"a": 1}),
+        ('{"title": "t", "priority": 2}', _Ticket, _Ticket("t", 2)),
+        ('{"name": "n", "age": 3}', Form, Form(name="n", age=3)),
+        ("red", _Color, _Color.RED),
+        ('"red"', _Color, _Color.RED),
+        ("1", _Color, _Color.ONE),
+        ("anything", None, "anything"),  # no declared type: as today
+    ]
+    for output, response_type, expected in cases:
+        value = function_output_value(output, response_type)
+        assert value == expected and type(value) is type(expected), (output, response_type, value)
+
+
+def test_function_output_value_says_what_was_expected() -> None:
+    from pydantic import BaseModel
+
+    class Form(BaseModel):
+        name: str
+        age: int
+
+    cases: list[tuple[Any, Any, str]] = [
+        ("many", int, "a JSON integer"),
+        ("4.5", int, "a JSON integer"),
+        ("true", int, "a JSON integer"),
+        ("yes", bool, "true or false"),
+        ("1", bool, "true or false"),
+        ('{"title": "t"}', _Ticket, "the fields title, priority"),
+        ('{"name": "n", "age": "old"}', Form, "age"),
+        ("blue", _Color, '"red", 1'),
+        ([{"type": "input_image", "image_url": "https://x/y.png"}], int, "non-text content parts"),
+    ]
+    for output, response_type, fragment in cases:
+        with pytest.raises(ReplyTypeError) as exc:
+            function_output_value(output, response_type)
+        assert fragment in str(exc.value), (output, response_type, str(exc.value))
+
+
+def test_typed_results_reach_the_function_result() -> None:
+    items = [
+        {"type": "function_call_output", "call_id": "r1", "output": "42"},
+        {"type": "function_call_output", "call_id": "r2", "output": "as is"},
+    ]
+    first, second = input_items_to_messages(items, results={"r1": 42})
+    assert first.contents[0].result == 42 and first.contents[0].call_id == "r1"
+    assert second.contents[0].result == "as is"
