@@ -308,7 +308,9 @@ class Host:
             created_at=row.created_at,
             lineage=lineage_for(req, row.id),
             sink=sink,
-            mapper=ItemMapper(row.id, sink.emit, next_output_index=next_index),
+            mapper=ItemMapper(
+                row.id, sink.emit, next_output_index=next_index, announced_calls=plan.announced_calls
+            ),
             build_agent=self.app.build,
             is_workflow=self.app.is_workflow,
             plan=plan,

@@ -62,7 +62,14 @@ class ClosedItem:
 
 
 class ItemMapper:
-    def __init__(self, response_id: str, emit: Emit, *, next_output_index: int = 0) -> None:
+    def __init__(
+        self,
+        response_id: str,
+        emit: Emit,
+        *,
+        next_output_index: int = 0,
+        announced_calls: frozenset[str] = frozenset(),
+    ) -> None:
         self._response_id = response_id
         self._emit = emit
         self.next_output_index = next_output_index
@@ -70,7 +77,9 @@ class ItemMapper:
         self._current_text_key: str | None = None
         self.usage_in = 0
         self.usage_out = 0
-        self.function_calls: list[tuple[str, str]] = []  # (call_id, name) of request_info calls
+        # request_info calls this response already announced (recovery): restoring a checkpoint
+        # re-emits every pending request, which must not become a second item for the same call.
+        self._announced = announced_calls
 
     @property
     def has_open(self) -> bool:
@@ -112,7 +121,8 @@ class ItemMapper:
     def _function_call(self, content: Content) -> None:
         if content.name == "request_info":
             call_id, name, arguments = clean_request_info_arguments(content)
-            self.function_calls.append((call_id, name))
+            if call_id in self._announced:
+                return
         else:
             call_id = content.call_id or ""
             name = content.name or ""

@@ -123,6 +123,11 @@ class Recovery:
                 plan.tools = (await host._plan(row.user_id, req, row.id)).tools
         else:
             plan = await host._plan(row.user_id, req, row.id)
+        plan.announced_calls = frozenset(
+            str(item.get("call_id"))
+            for item in (json.loads(o.data) for o in await store.output_items(row.id))
+            if item.get("type") == "function_call"
+        )
         log.info(
             "recovering response %s from %s",
             row.id,

@@ -82,6 +82,8 @@ class RunPlan:
     messages: list[Message]
     checkpoint_id: str | None = None
     tools: list[Any] = field(default_factory=list)
+    # call_ids of request_info calls the response already announced (see `ItemMapper`).
+    announced_calls: frozenset[str] = frozenset()
 
 
 class CheckpointSaveFailed(Exception):

@@ -25,6 +25,7 @@ from agent_framework import (
     WorkflowBuilder,
     WorkflowContext,
     handler,
+    response_handler,
 )
 
 from server.examples.countdown import countdown, last_user_text, parse_countdown_request
@@ -274,4 +275,53 @@ def burst_then_marker() -> Workflow:
     burst, marker = _Burst(), _Marker()
     b = WorkflowBuilder(name="burst_then_marker", start_executor=burst, output_from=[burst, marker])
     b.add_edge(burst, marker)
+    return b.build()
+
+
+class _AskAndTickStart(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="ask_and_tick_start")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[int]) -> None:
+        text = last_user_text(messages).strip()
+        await ctx.send_message(int(text) if text.isdigit() else 4)
+
+
+class _Ask(Executor):
+    """Pauses with a request for approval, then yields the decision."""
+
+    def __init__(self) -> None:
+        super().__init__(id="ask")
+
+    @handler
+    async def request(self, _n: int, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info(request_data="Approve the deployment?", response_type=str)
+
+    @response_handler
+    async def respond(self, _original: str, answer: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"decision: {answer}")
+
+
+class _Tick(Executor):
+    """Meanwhile, one output per superstep (`STEP_DELAY_SECONDS` apart) from N down to 1."""
+
+    def __init__(self) -> None:
+        super().__init__(id="tick")
+
+    @handler
+    async def run(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+        await asyncio.sleep(_step_delay())
+        await ctx.yield_output(f"tick {n}")
+        if n > 1:
+            await ctx.send_message(n - 1)
+
+
+def ask_and_tick() -> Workflow:
+    """A pending request (announced in superstep 1) while N more supersteps make outputs."""
+    start, ask, tick = _AskAndTickStart(), _Ask(), _Tick()
+    b = WorkflowBuilder(name="ask_and_tick", start_executor=start, output_from=[ask, tick])
+    b.add_edge(start, ask)
+    b.add_edge(start, tick)
+    b.add_edge(tick, tick)
     return b.build()

@@ -429,3 +429,48 @@ def test_recover_100_inflight_responses(server_factory: Any, database_url: str) 
 
 
 # endregion
+
+
+# region pending requests across a crash ----------------------------------------------------------
+
+ASK_AND_TICK = "tests.apps.workflows:ask_and_tick"
+
+
+@pytest.mark.parametrize("delivery", ["live", "durable"])
+def test_recovery_does_not_announce_a_pending_request_twice(
+    server_factory: Any, database_url: str, delivery: str
+) -> None:
+    """Regression: restoring a checkpoint re-emits every pending request; recovery turned the
+    request announced before the crash into a second function_call item with the same call_id."""
+    first = server_factory(database_url, app=ASK_AND_TICK, delivery=delivery).start()
+    stream = first.client().responses.create(model="m", input="4", background=True, stream=True)
+    before = read_until(
+        stream,
+        lambda e, _seen: e["type"] == "response.output_item.done" and "tick 3" in str(e["item"]),
+    )
+    first.kill()
+    rid = before[0]["response"]["id"]
+
+    second = server_factory(database_url, app=ASK_AND_TICK, delivery=delivery).start()
+    client = second.client()
+    final = wait_terminal(client, rid, timeout=60)
+    assert final.status == "completed", (final.status, final.error, second.log())
+    calls = [i for i in dump(final)["output"] if i.get("type") == "function_call"]
+    assert len(calls) == 1, calls
+    assert output_texts(final) == ["tick 4", "tick 3", "tick 2", "tick 1"]
+    combined = _resume_and_check(client, second.base_url, rid, before)
+    added = [e for e in combined if e["type"] == "response.output_item.added"]
+    assert [e["item"]["call_id"] for e in added if e["item"]["type"] == "function_call"] == [
+        calls[0]["call_id"]
+    ]
+    # The one call is still answerable, once.
+    reply = client.responses.create(
+        model="m",
+        input=[{"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "yes"}],
+        previous_response_id=rid,
+    )
+    assert reply.status == "completed", dump(reply)
+    assert output_texts(reply) == ["decision: yes"]
+
+
+# endregion
