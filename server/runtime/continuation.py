@@ -25,7 +25,14 @@ from agent_framework import WorkflowCheckpoint
 
 from ..protocol import errors
 from ..protocol.request import CreateRequest
-from ..store import TERMINAL_STATUSES, CheckpointRow, PendingRequestRow, ResponseRow, Store
+from ..store import (
+    ABANDONED_STATUSES,
+    TERMINAL_STATUSES,
+    CheckpointRow,
+    PendingRequestRow,
+    ResponseRow,
+    Store,
+)
 from ._af_private import CheckpointTypeRefused, decode_checkpoint, pending_response_types
 from .apps import HostedApp
 from .messages import (
@@ -94,7 +101,10 @@ class Continuations:
                         "wait for it to finish before adding a turn.",
                         code="conversation_busy",
                     )
-            return prior[-1] if prior else None
+            # A failed or cancelled turn's work was stopped: the next turn continues the last
+            # turn that finished (its pending requests, its checkpoint).
+            finished = [r for r in prior if r.status not in ABANDONED_STATUSES]
+            return finished[-1] if finished else None
         return None
 
     # -- validating the input of a new turn -------------------------------------------------
@@ -333,9 +343,11 @@ class Continuations:
             prior = [
                 r
                 for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid
+                if r.id != rid and r.status not in ABANDONED_STATUSES
             ]
-            found = await self.store.latest_checkpoint(user_id=user_id, lineage=f"conv:{req.conversation_id}")
+            found = await self.store.latest_checkpoint(
+                user_id=user_id, lineage=f"conv:{req.conversation_id}", skip_abandoned=True
+            )
             if found is not None and found.response_id == rid:
                 found = None  # recovery without own checkpoint: never happens (caller checks), be safe
             if prior and found is None:

@@ -29,7 +29,7 @@ from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
 from ..protocol.sse import dumps
-from ..store import Finish, LeaseLost, PendingRequestRow, Store
+from ..store import ABANDONED_STATUSES, Finish, LeaseLost, PendingRequestRow, Store
 from ._af_private import pending_request_payloads
 from .checkpoint_storage import SqlCheckpointStorage
 from .mapping import ClosedItem, ItemMapper
@@ -398,7 +398,9 @@ class ResponseRun:
         await self.sink.commit(
             closed,
             pending=pending,
-            prune=(self.user_id, self.lineage),
+            # A failed or cancelled run keeps its lineage's checkpoints: a conversation's next
+            # turn continues from the last turn that finished, not from this one.
+            prune=(self.user_id, None if status in ABANDONED_STATUSES else self.lineage),
             finish=Finish(
                 status=status,
                 completed_at=now if status == "completed" else None,

@@ -53,7 +53,7 @@ class Sink:
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
-        prune: tuple[str, str] | None = None,
+        prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
     ) -> asyncio.Future[None]:
         """Hand the events held so far, plus these rows, to the outbox as one write; do not wait.
@@ -71,7 +71,7 @@ class Sink:
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
-        prune: tuple[str, str] | None = None,
+        prune: tuple[str, str | None] | None = None,
     ) -> None:
         """`send()` at once (no group-commit window) and wait until it is committed."""
         fut = self.send(
@@ -153,7 +153,7 @@ class SqlSink(Sink):
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
-        prune: tuple[str, str] | None = None,
+        prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
     ) -> asyncio.Future[None]:
         self._check()
@@ -203,7 +203,7 @@ class MemorySink(Sink):
         pending: Sequence[PendingRequestRow] = (),
         status: str | None = None,
         finish: Finish | None = None,
-        prune: tuple[str, str] | None = None,
+        prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
     ) -> asyncio.Future[None]:
         self.closed_items.extend(closed)

@@ -6,6 +6,7 @@ It knows nothing of HTTP or agent-framework; rows go in and out as plain records
 from ._engine import BadDatabaseURL, Database, normalize_url, open_database
 from .notify import Notifier, Subscription
 from .records import (
+    ABANDONED_STATUSES,
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     CheckpointRow,
@@ -24,6 +25,7 @@ from .records import (
 from .store import Store
 
 __all__ = [
+    "ABANDONED_STATUSES",
     "ACTIVE_STATUSES",
     "TERMINAL_STATUSES",
     "BadDatabaseURL",

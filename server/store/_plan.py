@@ -169,7 +169,7 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
     return ops
 
 
-def prune_op(response_id: str, user_id: str, lineage: str) -> Op:
+def prune_op(response_id: str, user_id: str, lineage: str | None) -> Op:
     """Delete every checkpoint of the response and its lineage but the newest of each.
 
     Both newest rows survive: the lineage's newest may belong to another response, and this

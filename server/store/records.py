@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 ACTIVE_STATUSES = ("queued", "in_progress")
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "incomplete")
+# Ended without finishing their work: a conversation's next turn does not continue from them.
+ABANDONED_STATUSES = ("failed", "cancelled")
 
 
 @dataclass(slots=True)
@@ -111,8 +113,9 @@ class Write:
     create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
     finish: Finish | None = None
-    # (user id, lineage): keep only the newest checkpoint of this response and of its lineage.
-    prune: tuple[str, str] | None = None
+    # (user id, lineage): keep only the newest checkpoint of this response and of its lineage
+    # (lineage None: leave the lineage's other checkpoints alone).
+    prune: tuple[str, str | None] | None = None
     lease_until: float | None = None
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.

@@ -28,6 +28,7 @@ from ._plan import prune_op
 from .notify import Notifier
 from .outbox import Outbox, write_all
 from .records import (
+    ABANDONED_STATUSES,
     ACTIVE_STATUSES,
     CheckpointRow,
     EventRow,
@@ -389,9 +390,15 @@ class Store:
         response_id: str | None = None,
         lineage: str | None = None,
         workflow_name: str | None = None,
+        skip_abandoned: bool = False,
     ) -> CheckpointRow | None:
+        """The newest checkpoint matching the filters; `skip_abandoned`: not one of a response
+        that ended failed or cancelled (its work was stopped, not finished)."""
         c = t.checkpoints.c
         q = select(t.checkpoints).where(c.user_id == user_id)
+        if skip_abandoned:
+            r = t.responses.c
+            q = q.join(t.responses, r.id == c.response_id).where(r.status.not_in(ABANDONED_STATUSES))
         if response_id is not None:
             q = q.where(c.response_id == response_id)
         if lineage is not None:

@@ -12,6 +12,7 @@ checkpoints through ``DURABLE_RESPONSES_CHECKPOINT_TYPES``, as an application wo
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from agent_framework import (
 from pydantic import BaseModel
 
 from tests.conftest import ServerProcess
-from tests.e2e.helpers import assert_error_shape
+from tests.e2e.helpers import assert_error_shape, wait_status
 
 APPROVAL = "server.examples.approval:approval"
 ECHO_AGENT = "server.examples.echo_agent:echo_agent"
@@ -363,3 +364,28 @@ def test_item_reference_is_resolved_for_a_workflow(server: ServerProcess) -> Non
         item_id = c.get(f"/responses/{first['id']}/input_items", headers=user).json()["data"][0]["id"]
         again = _ok(c, {"input": [{"type": "item_reference", "id": item_id}]}, **user)
         assert _texts(again) == _texts(first) and _texts(first), (first, again)
+
+
+COUNTDOWN = "server.examples.countdown:countdown"
+
+
+def test_conversation_turn_after_a_cancelled_turn_continues_the_last_finished_one(
+    database_url: str, server_factory: Any
+) -> None:
+    """Regression: a conversation continued from the newest checkpoint of its lineage, which
+    could be a cancelled (or failed) turn's: the next turn first replayed the stopped turn's
+    remaining supersteps. And the stopped turn's end pruned the finished turn's checkpoint."""
+    srv: ServerProcess = server_factory(database_url, app=COUNTDOWN).start()
+    conv = {"conversation": f"conv_{uuid.uuid4().hex}"}
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        t1 = _ok(c, {"model": "m", "input": "1 delay=0", **conv})
+        assert _texts(t1) == ["tick 1", "tick 0"]
+        t2 = _ok(c, {"model": "m", "input": "30 delay=0.1", "background": True, **conv})
+        wait_status(srv, t2["id"], {"in_progress"}, timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not _texts(c.get(f"/responses/{t2['id']}").json()):
+            time.sleep(0.05)  # let it checkpoint a superstep or two
+        time.sleep(0.3)
+        assert c.post(f"/responses/{t2['id']}/cancel").json()["status"] == "cancelled"
+        t3 = _ok(c, {"model": "m", "input": "2 delay=0", **conv})
+        assert _texts(t3) == ["tick 2", "tick 1", "tick 0"], _texts(t3)
