@@ -207,7 +207,11 @@ class _RestoreForwardingMixin(WorkflowAgent):
             if not input_messages:
                 return
         # Input phase: the original delivers function results to pending requests or sends a new
-        # message when idle; with checkpoint_id=None it does not restore again.
+        # message when idle; with checkpoint_id=None it does not restore again. The host's
+        # storage marks checkpoints saved before this point (they lack the input).
+        delivered = getattr(checkpoint_storage, "input_delivered", None)
+        if callable(delivered):
+            delivered()
         async for event in original(
             self,
             input_messages,

@@ -50,6 +50,13 @@ class SqlCheckpointStorage:
         self._settle = settle
         self.saved: list[str] = []
         self.failure: BaseException | None = None
+        # True while a run that restored a checkpoint has not yet delivered its request's input
+        # (`input_delivered`): what it saves meanwhile is marked, so recovery delivers it again.
+        self.awaiting_input = False
+
+    def input_delivered(self) -> None:
+        """Called by the restore fix (`_af_private`) as the run starts delivering its input."""
+        self.awaiting_input = False
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         try:
@@ -81,6 +88,7 @@ class SqlCheckpointStorage:
             event_seq=event_seq,
             data=data,
             created_at=time.time(),
+            awaits_input=self.awaiting_input,
         )
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:

@@ -318,13 +318,20 @@ class Continuations:
             history = await self.history(user_id, req, rid)
             return RunPlan(messages=history + input_items_to_messages(items), tools=tools)
         cp = await self._checkpoint(user_id, req, rid)
-        results: dict[str, Any] | None = None
-        if cp is not None:
-            results = self.typed_replies(self._decode(cp), items)
+        if cp is None:
+            return RunPlan(messages=input_items_to_messages(items), tools=tools)
+        return self._deliver(cp, items, tools)
+
+    async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:
+        """Restore `cp` and deliver the request's input to it: the recovery of a run whose newest
+        checkpoint was saved after its restore and before its input reached the workflow."""
+        items = await self.resolve_references(user_id, req.input_items, strict=False)
+        return self._deliver(cp, items, declaration_tools(req.tools) if req.tools else [])
+
+    def _deliver(self, cp: CheckpointRow, items: list[dict[str, Any]], tools: list[Any]) -> RunPlan:
+        results = self.typed_replies(self._decode(cp), items)
         current = input_items_to_messages(items, results=results)
-        return RunPlan(
-            messages=current, checkpoint_id=cp.checkpoint_id if cp is not None else None, tools=tools
-        )
+        return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, tools=tools)
 
     async def _checkpoint(self, user_id: str, req: CreateRequest, rid: str | None) -> CheckpointRow | None:
         """The checkpoint a workflow turn continues from (None: a fresh start); 409 if it is gone."""

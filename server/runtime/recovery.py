@@ -5,7 +5,10 @@ the run produced before it (see `run.ResponseRun._on_save`). Checkpoint rows are
 written that way, so every stored checkpoint of a response is paired, and the newest one by
 the host's sequence is where its workflow resumes: nothing it produced before is lost (it is
 committed), and nothing after it is duplicated (those supersteps rerun, and their partial
-events from the dead process are closed `incomplete` and left out of the output).
+events from the dead process are closed `incomplete` and left out of the output). A
+continuation's run saves a checkpoint after restoring the one it continues and before its
+input (a reply, a new message) reaches the workflow; such a checkpoint is marked
+`awaits_input`, and recovery from it delivers the stored input again.
 
 Invariants:
 - Only responses whose lease expired are claimed (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so
@@ -117,7 +120,11 @@ class Recovery:
             sink.emit(ev.response_in_progress(snapshot))
             status = "in_progress"
         await sink.commit(closed, status=status)
-        if own_cp is not None:
+        if own_cp is not None and own_cp.awaits_input:
+            # Saved after the run restored the checkpoint it continues and before it delivered
+            # the request's input (a reply, a new message): resuming alone would lose the input.
+            plan = await host.continuations.plan_delivery(row.user_id, req, own_cp)
+        elif own_cp is not None:
             plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
             if req.tools:
                 plan.tools = (await host._plan(row.user_id, req, row.id)).tools

@@ -288,6 +288,8 @@ class ResponseRun:
         kwargs: dict[str, Any] = {"stream": True}
         if self.is_workflow:
             self.storage = self._make_storage()
+            if isinstance(self.storage, SqlCheckpointStorage):
+                self.storage.awaiting_input = self.plan.checkpoint_id is not None and bool(self.plan.messages)
             kwargs["checkpoint_storage"] = self.storage
             if self.plan.checkpoint_id is not None:
                 kwargs["checkpoint_id"] = self.plan.checkpoint_id

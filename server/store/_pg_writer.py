@@ -54,13 +54,14 @@ WITH f AS (
     WHERE (u.rid, u.owner) IN (SELECT id, owner FROM f)
 ), cp AS (
     INSERT INTO checkpoints
-        (checkpoint_id, user_id, lineage, response_id, workflow_name, event_seq, data, created_at)
+        (checkpoint_id, user_id, lineage, response_id, workflow_name, event_seq, data, created_at,
+         awaits_input)
     SELECT u.checkpoint_id, u.user_id, u.lineage, u.response_id, u.workflow_name, u.event_seq,
-        u.data, u.created_at
+        u.data, u.created_at, u.awaits_input
     FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[],
-            $23::text[], $24::int[], $25::text[], $26::float8[])
+            $23::text[], $24::int[], $25::text[], $26::float8[], $27::bool[])
         AS u(rid, owner, checkpoint_id, user_id, lineage, response_id, workflow_name, event_seq,
-            data, created_at)
+            data, created_at, awaits_input)
     WHERE (u.rid, u.owner) IN (SELECT id, owner FROM f)
 )
 SELECT id, owner{notify} FROM f
@@ -149,7 +150,7 @@ class PgWriter:
 
     async def run(self, writes: list[Write]) -> set[tuple[str, str]]:
         """Commit `writes` in one statement; return the (response, owner) pairs fenced off."""
-        rows = await self._fetch(_SQL, 26, self._arguments(writes))
+        rows = await self._fetch(_SQL, self._arguments(writes))
         committed = {(r[0], r[1]) for r in rows}
         wanted = {(w.response_id, w.owner) for w in writes if w.owner is not None}
         return wanted - committed
@@ -158,19 +159,19 @@ class PgWriter:
         """Commit plain creations (`_plan.is_plain_creation`) in one statement, all or none."""
         rows, inputs, events = creation_rows(writes)
         args = [*_columns(rows, len(RESPONSE_COLUMNS)), *_columns(inputs, 4), *_columns(events, 4)]
-        await self._fetch(_CREATE_SQL, len(RESPONSE_COLUMNS) + 8, args)
+        await self._fetch(_CREATE_SQL, args)
 
     async def end(self, writes: list[Write]) -> set[tuple[str, str]]:
         """Commit plain ends (`_plan.is_plain_end`), all or none; return the (response, owner)
         pairs fenced off (those commit nothing). One statement each; several share a
         transaction."""
-        results = await self._fetch_many([(_END_SQL, 18, _end_arguments(w)) for w in writes])
+        results = await self._fetch_many([(_END_SQL, _end_arguments(w)) for w in writes])
         return {_key(w) for w, rows in zip(writes, results, strict=True) if not rows}
 
-    async def _fetch(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
-        return (await self._fetch_many([(template, n_args, args)]))[0]
+    async def _fetch(self, template: str, args: list[Any]) -> list[Any]:
+        return (await self._fetch_many([(template, args)]))[0]
 
-    async def _fetch_many(self, statements: list[tuple[str, int, list[Any]]]) -> list[list[Any]]:
+    async def _fetch_many(self, statements: list[tuple[str, list[Any]]]) -> list[list[Any]]:
         """Run statements on the writer's connection: one alone (autocommit: one round trip),
         several in one transaction."""
         prepared = [self._statement(*st) for st in statements]
@@ -186,10 +187,12 @@ class PgWriter:
                     self._conn = None
                 raise
 
-    def _statement(self, template: str, n_args: int, args: list[Any]) -> list[Any]:
+    def _statement(self, template: str, args: list[Any]) -> list[Any]:
+        # pg_notify's two parameters follow the statement's own (numbered from the count, so
+        # a column added to a statement cannot leave them pointing at the wrong ones).
         notify = ""
         if self.notify is not None:
-            notify = _NOTIFY.format(n_args + 1, n_args + 2)
+            notify = _NOTIFY.format(len(args) + 1, len(args) + 2)
             args = [*args, *self.notify]
         return [template.replace("{notify}", notify), *args]
 

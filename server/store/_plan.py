@@ -127,6 +127,7 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
                     "event_seq": c.event_seq,
                     "data": c.data,
                     "created_at": c.created_at,
+                    "awaits_input": c.awaits_input,
                 }
             )
         pending.extend(
@@ -272,6 +273,7 @@ CHECKPOINT_COLUMNS = (
     "event_seq",
     "data",
     "created_at",
+    "awaits_input",
 )
 
 
@@ -286,4 +288,5 @@ def checkpoint_row(c: CheckpointRow) -> tuple[Any, ...]:
         c.event_seq,
         c.data,
         c.created_at,
+        c.awaits_input,
     )

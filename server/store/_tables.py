@@ -28,6 +28,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 metadata = MetaData()
@@ -76,6 +77,7 @@ input_items = Table(
     Column("data", Text, nullable=False),
 )
 Index("ix_input_items_item_id", input_items.c.response_id, input_items.c.item_id)
+Index("ix_input_items_by_item_id", input_items.c.item_id)
 
 output_items = Table(
     "output_items",
@@ -88,6 +90,8 @@ output_items = Table(
     Column("included", Boolean, nullable=False),
     Column("data", Text, nullable=False),
 )
+# An item_reference names an item by its id alone (`Store.find_items`).
+Index("ix_output_items_by_item_id", output_items.c.item_id)
 
 events = Table(
     "events",
@@ -111,6 +115,9 @@ checkpoints = Table(
     Column("event_seq", Integer, nullable=False),
     Column("data", Text, nullable=False),
     Column("created_at", Float, nullable=False),
+    # Saved by a run that had restored a checkpoint and not yet delivered its request's input:
+    # recovery from it delivers the input again (`recovery.Recovery.resume`).
+    Column("awaits_input", Boolean, nullable=False, server_default=false()),
 )
 Index("ix_checkpoints_lineage", checkpoints.c.lineage, checkpoints.c.workflow_name, checkpoints.c.seq)
 Index("ix_checkpoints_response", checkpoints.c.response_id, checkpoints.c.seq)

@@ -71,6 +71,7 @@ class CheckpointRow:
     event_seq: int
     data: str
     created_at: float
+    awaits_input: bool = False  # saved before its run delivered the request's input
     seq: int | None = None  # assigned by the database
 
 
