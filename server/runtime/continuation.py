@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from agent_framework import WorkflowCheckpoint
+from agent_framework import Message, WorkflowCheckpoint
 
 from ..protocol import errors
 from ..protocol.request import CreateRequest
@@ -316,7 +316,10 @@ class Continuations:
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
             history = await self.history(user_id, req, rid)
-            return RunPlan(messages=history + input_items_to_messages(items), tools=tools)
+            # `instructions` apply to this response only (they are not carried over by
+            # previous_response_id), as a system message ahead of everything else.
+            system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
+            return RunPlan(messages=system + history + input_items_to_messages(items), tools=tools)
         cp = await self._checkpoint(user_id, req, rid)
         if cp is None:
             return RunPlan(messages=input_items_to_messages(items), tools=tools)

@@ -111,3 +111,15 @@ async def test_resolve_references_strict_and_lenient(store: Store) -> None:
     # Without references the items come back as they are.
     plain = [_user_message("m", "x")]
     assert await continuations.resolve_references("alice", plain, strict=True) == plain
+
+
+async def test_instructions_reach_a_plain_agent_as_a_system_message_of_this_turn_only(store: Store) -> None:
+    """Regression: `instructions` were echoed in the Response but never given to the agent."""
+    from server.protocol.request import parse_create_request
+
+    continuations = Continuations(store, HostedApp.load("server.examples.echo_agent:echo_agent"), ())
+    req = parse_create_request({"model": "m", "input": "hi", "instructions": "Answer in French."})
+    plan = await continuations.plan("alice", req, "resp_new")
+    assert [(m.role, m.text) for m in plan.messages] == [("system", "Answer in French."), ("user", "hi")]
+    without = await continuations.plan("alice", parse_create_request({"model": "m", "input": "hi"}), "resp_2")
+    assert [m.role for m in without.messages] == ["user"]
