@@ -14,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import AppStatus
@@ -29,7 +28,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import errors
 from ..protocol.ids import is_valid_response_id
-from ..protocol.request import parse_create_request, parse_list_params, parse_stream_params
+from ..protocol.request import (
+    CreateRequest,
+    parse_create_request,
+    parse_list_params,
+    parse_stream_params,
+)
 from ..protocol.response import deleted_body
 from ..runtime.context import RequestContext, set_request_context
 from ..runtime.host import Created, Host
@@ -53,6 +57,57 @@ class HttpSettings:
         self.principal_keys = principal_keys or {}
         self.max_body_bytes = max_body_bytes
         self.keepalive_seconds = keepalive_seconds
+
+
+# Create bodies above this many bytes are decoded and validated in a worker thread.
+LARGE_BODY_BYTES = 256 * 1024
+
+
+def parse_create_body(raw: bytes) -> CreateRequest:
+    """A `POST /responses` body, decoded and validated (400 on invalid JSON or an invalid request).
+
+    Pure CPU (no I/O, no event loop), so a large body can be parsed in a worker thread.
+    """
+    try:
+        body = json.loads(raw)
+        # Lone surrogates (e.g. "\ud800") parse but can never be encoded as UTF-8 for storage.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise _too_deep() from None
+    except (ValueError, UnicodeError) as exc:
+        raise errors.bad_request(f"The request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if _depth_exceeds(body, MAX_JSON_DEPTH):
+        # Deeper values would overflow the recursive copies and encoders downstream (a 500).
+        raise _too_deep()
+    return parse_create_request(body)
+
+
+def _too_deep() -> errors.ProtocolError:
+    return errors.bad_request(
+        f"The request body nests objects and arrays more than {MAX_JSON_DEPTH} levels deep; flatten it.",
+        code="invalid_json",
+    )
+
+
+# Far beyond any real request (tool schemas included), below orjson's limit of 254.
+MAX_JSON_DEPTH = 128
+
+
+def _depth_exceeds(value: object, limit: int) -> bool:
+    """Whether `value` nests dicts/lists more than `limit` levels (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def error_response(exc: errors.ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -97,7 +152,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
 
         return wrapped
 
-    async def read_body(request: Request) -> Any:
+    async def read_body(request: Request) -> bytes:
+        """The raw body of a JSON request: 413 beyond `max_body_bytes`, 415 if not JSON."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > cfg.max_body_bytes:
             raise errors.payload_too_large(cfg.max_body_bytes)
@@ -116,15 +172,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 f"Unsupported content type {ctype!r}: send application/json.",
                 code="unsupported_media_type",
             )
-        try:
-            body = json.loads(raw)
-            # Lone surrogates (e.g. "\ud800") parse but can never be encoded as UTF-8 for storage.
-            json.dumps(body, ensure_ascii=False).encode("utf-8")
-            return body
-        except (ValueError, UnicodeError, RecursionError) as exc:
-            raise errors.bad_request(
-                f"The request body is not valid JSON: {exc}", code="invalid_json"
-            ) from exc
+        return raw
 
     def sse(
         body: AsyncIterator[bytes],
@@ -149,8 +197,13 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
 
     async def create(request: Request) -> Response:
         user = user_of(request)
-        body = await read_body(request)
-        req = parse_create_request(body)
+        raw = await read_body(request)
+        if len(raw) > LARGE_BODY_BYTES:
+            # ~3 us of CPU per input item: seconds for a large input, in which the event loop
+            # would serve no stream, renew no lease and answer no /liveness.
+            req = await asyncio.to_thread(parse_create_body, raw)
+        else:
+            req = parse_create_body(raw)  # no thread hop: a small request's first byte waits on it
         chosen = request.headers.get("x-agent-response-id")
         if chosen is not None and not is_valid_response_id(chosen):
             raise errors.bad_request(

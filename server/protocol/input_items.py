@@ -9,11 +9,19 @@ are opaque to the host and kept as sent).
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
-from ._check import fail, reject_unknown, require, want_enum, want_list, want_object, want_str
+from ._check import (
+    fail,
+    json_copy,
+    reject_unknown,
+    require,
+    want_enum,
+    want_list,
+    want_object,
+    want_str,
+)
 
 MAX_TEXT_CHARS = 10 * 1024 * 1024
 MAX_DATA_CHARS = 32 * 1024 * 1024
@@ -107,7 +115,7 @@ def _item(raw: object, path: str) -> dict[str, Any]:
         ref = want_str(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
         return {"type": "item_reference", "id": ref}
     if kind == "reasoning":
-        kept = copy.deepcopy(obj)
+        kept = json_copy(obj)
         kept["id"] = _item_id(obj, path)
         return kept
     fail(f"Invalid value for '{path}.type': unsupported input item type {kind!r}.", f"{path}.type")
@@ -169,10 +177,10 @@ def _part(raw: object, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         part: dict[str, Any] = {
             "type": "output_text",
             "text": text,
-            "annotations": copy.deepcopy(annotations),
+            "annotations": json_copy(annotations),
         }
         if obj.get("logprobs") is not None:
-            part["logprobs"] = copy.deepcopy(want_list(obj["logprobs"], f"{path}.logprobs"))
+            part["logprobs"] = json_copy(want_list(obj["logprobs"], f"{path}.logprobs"))
         return part
     # refusal: the only kind left in either allowed tuple.
     reject_unknown(obj, _REFUSAL_KEYS, path)
@@ -183,7 +191,7 @@ def _part(raw: object, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
 def _with_extras(part: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
     # SDK-only hints (prompt caching) mean nothing to the host but are kept for fidelity.
     if obj.get("prompt_cache_breakpoint") is not None:
-        part["prompt_cache_breakpoint"] = copy.deepcopy(obj["prompt_cache_breakpoint"])
+        part["prompt_cache_breakpoint"] = json_copy(obj["prompt_cache_breakpoint"])
     return part
 
 
@@ -242,7 +250,7 @@ def _optional_extras(item: dict[str, Any], obj: dict[str, Any], path: str) -> di
     if obj.get("namespace") is not None:
         item["namespace"] = want_str(obj["namespace"], f"{path}.namespace", max_len=256)
     if obj.get("caller") is not None:
-        item["caller"] = copy.deepcopy(want_object(obj["caller"], f"{path}.caller"))
+        item["caller"] = json_copy(want_object(obj["caller"], f"{path}.caller"))
     return item
 
 
@@ -282,7 +290,7 @@ def _function_call_output(obj: dict[str, Any], path: str) -> dict[str, Any]:
         "id": _item_id(obj, path),
         "call_id": call_id,
         # Kept exactly as sent: the tool's answer is the application's data, not ours to reshape.
-        "output": copy.deepcopy(output),
+        "output": json_copy(output),
         "status": _status(obj, path),
     }
     if obj.get("name") is not None:

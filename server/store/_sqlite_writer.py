@@ -35,6 +35,10 @@ from .records import LeaseLost, Write
 # table needs at most 8 statements in the driver's cache (and 128 x 6 columns stays far below
 # SQLite's limit of bound variables).
 _CHUNK = 128
+# A creation with more input items than this commits with a page cache of this size (negative:
+# KiB) instead of the default 2 MB (`SqliteWriter._page_cache_for`).
+_LARGE_INPUT_ROWS = 5000
+_LARGE_CACHE_KIB = -64 * 1024
 
 
 @functools.lru_cache(maxsize=64)
@@ -158,10 +162,32 @@ class SqliteWriter:
 
     def _create(self, writes: list[Write]) -> None:
         rows, inputs, events = creation_rows(writes)
-        with self._raw_transaction() as cur:
+        with self._page_cache_for(len(inputs)), self._raw_transaction() as cur:
             insert_rows(cur, _RESPONSES, rows)
             insert_rows(cur, _INPUTS, inputs)
             insert_rows(cur, _EVENTS, events)
+
+    @contextmanager
+    def _page_cache_for(self, n_inputs: int) -> Iterator[None]:
+        """A page cache that holds a large input's index pages for one transaction.
+
+        Input items land at random places of the item id indexes; past the default cache (2 MB)
+        SQLite spills dirty pages and reads them back: 100,000 items took 2.8 s instead of 1.3 s,
+        and every other response's commit waits behind this one (one writer).
+        """
+        if n_inputs <= _LARGE_INPUT_ROWS:
+            yield
+            return
+        raw = self._connection().connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        (previous,) = raw.execute("PRAGMA cache_size").fetchone()
+        try:
+            raw.execute(f"PRAGMA cache_size = {_LARGE_CACHE_KIB}")
+            yield
+        finally:
+            # Back to the usual size: SQLite frees the pages beyond it.
+            with contextlib.suppress(sqlite3.Error):
+                raw.execute(f"PRAGMA cache_size = {int(previous)}")
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -242,3 +242,26 @@ def test_too_many_inflight_responses_is_429(database_url: str, server_factory: A
     refused = c.post("/responses", json={"input": "1", "background": True})
     assert refused.status_code == 429
     assert set(refused.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_deeply_nested_body_is_a_400_not_a_500(server: ServerProcess) -> None:
+    """Regression (black-box probe): a reasoning item nested ~500 levels deep overflowed the
+    recursive copies (RecursionError, 500); past 254 levels the stored JSON could not be encoded."""
+    for depth in (300, 2000):
+        nested = '{"a":' * depth + "{}" + "}" * depth  # (json.dumps itself would recurse too deep)
+        raw = (
+            '{"model": "m", "input": [{"type": "reasoning", "id": "rs_1", "summary": [], "x": '
+            + nested
+            + "}]}"
+        )
+        r = httpx.post(
+            f"{server.base_url}/responses",
+            content=raw.encode(),
+            headers={"content-type": "application/json"},
+            timeout=30,
+        )
+        err = assert_error_shape(r, 400)
+        assert "levels deep" in err["message"], err
+    # Ordinary nesting still works.
+    ok = httpx.post(f"{server.base_url}/responses", json={"model": "m", "input": "hi"}, timeout=30)
+    assert ok.status_code == 200, ok.text
