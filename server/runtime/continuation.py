@@ -16,7 +16,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -35,6 +34,7 @@ from ..store import (
     Store,
 )
 from ._af_private import CheckpointTypeRefused, decode_checkpoint, pending_response_types
+from ._offload import for_input
 from .apps import HostedApp
 from .messages import (
     ReplyTypeError,
@@ -51,17 +51,6 @@ MAX_HISTORY_RESPONSES = 1000
 MAX_REFERENCE_CANDIDATES = 8
 # Decoded checkpoints kept by id (a checkpoint row never changes): `check` and `plan` share one.
 _DECODED_CACHE = 16
-
-
-# Input items beyond which they become messages in a worker thread (~11 us each on the loop).
-_LARGE_INPUT = 500
-
-
-async def _to_messages(items: list[dict[str, Any]]) -> list[Message]:
-    """`input_items_to_messages`, off the event loop for a large input (pure CPU)."""
-    if len(items) > _LARGE_INPUT:
-        return await asyncio.to_thread(input_items_to_messages, items)
-    return input_items_to_messages(items)
 
 
 def _kind(item: Mapping[str, Any]) -> str:
@@ -331,10 +320,11 @@ class Continuations:
             # `instructions` apply to this response only (they are not carried over by
             # previous_response_id), as a system message ahead of everything else.
             system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
-            return RunPlan(messages=system + history + await _to_messages(items), tools=tools)
+            current = await for_input(len(items), input_items_to_messages, items)
+            return RunPlan(messages=system + history + current, tools=tools)
         cp = await self._checkpoint(user_id, req, rid)
         if cp is None:
-            return RunPlan(messages=await _to_messages(items), tools=tools)
+            return RunPlan(messages=await for_input(len(items), input_items_to_messages, items), tools=tools)
         return self._deliver(cp, items, tools)
 
     async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:

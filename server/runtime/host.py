@@ -39,6 +39,7 @@ from ..store import (
     Store,
     Subscription,
 )
+from ._offload import for_input
 from .apps import HostedApp
 from .continuation import Continuations
 from .mapping import ItemMapper
@@ -165,7 +166,7 @@ class Host:
             )
         rid = response_id or new_response_id()
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
-        encoded = await _encode(req, rid)
+        encoded = await for_input(len(req.input_items), _encode_sync, req, rid)
         if response_id is not None and req.store:
             existing = await self._existing(user_id, rid, encoded.request_hash)
             if existing is not None:
@@ -472,10 +473,6 @@ class Host:
                 log.exception("lease renewal failed")
 
 
-# Input items beyond which `_encode` runs in a worker thread (~10 us each: 5 ms on the loop).
-_LARGE_INPUT = 500
-
-
 @dataclass(frozen=True)
 class _Encoded:
     """A create request as stored: input item ids assigned, its JSON, hash and input rows."""
@@ -499,13 +496,6 @@ def _encode_sync(req: CreateRequest, rid: str) -> _Encoded:
         if req.store
         else [],
     )
-
-
-async def _encode(req: CreateRequest, rid: str) -> _Encoded:
-    """`_encode_sync`, off the event loop when the input is large (pure CPU, thread-safe)."""
-    if len(req.input_items) > _LARGE_INPUT:
-        return await asyncio.to_thread(_encode_sync, req, rid)
-    return _encode_sync(req, rid)
 
 
 def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
