@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import uvicorn
 
+from server import cli
 from tests.conftest import ServerProcess
 from tests.schema_validator import validate_event, validate_response
 
@@ -38,12 +40,23 @@ def test_serves_on_uvloop(tmp_path: Path) -> None:
         srv.start()
         line = next((ln for ln in srv.log().splitlines() if "serving" in ln), "")
         assert "event loop: uvloop" in line, srv.log()
+        # SQLite's writer thread gets the GIL back within 0.5 ms of a busy event loop (cli.py).
+        assert "GIL switch interval: 0.5 ms" in line, srv.log()
         # The parser uvicorn's default ("auto") picks where httptools is installed.
         config = uvicorn.Config(app=_noop_app)
         config.load()
         assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
     finally:
         srv.terminate()
+
+
+def test_a_bad_switch_interval_is_refused_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ("fast", "0", "-1"):
+        monkeypatch.setenv("DURABLE_RESPONSES_SWITCH_INTERVAL_MS", bad)
+        with pytest.raises(SystemExit, match="DURABLE_RESPONSES_SWITCH_INTERVAL_MS must be"):
+            cli._env_ms("DURABLE_RESPONSES_SWITCH_INTERVAL_MS", 0.5)
+    monkeypatch.setenv("DURABLE_RESPONSES_SWITCH_INTERVAL_MS", "2")
+    assert cli._env_ms("DURABLE_RESPONSES_SWITCH_INTERVAL_MS", 0.5) == 2.0
 
 
 async def _noop_app(scope: object, receive: object, send: object) -> None:
