@@ -567,74 +567,96 @@ async def scenario_burst_paired(bases: dict[str, str], targets: list[Target], si
     return {key: burst_summary(rs, n) for key, rs in runs.items()}
 
 
-async def superstep_cost(
-    c: httpx.AsyncClient, target: Target, n: int, reps: int, deadline_s: float
-) -> dict[str, Any]:
-    """ms per superstep over N supersteps: the median over pairs of (T(N+1 steps) - T(1 step)) / N.
+@dataclass
+class _Pairs:
+    """Runs of one N: each N+1 run's time minus the N=1 run's just before it, divided by N."""
+
+    n: int
+    pairs: list[float] = field(default_factory=list)
+    base: list[float] = field(default_factory=list)
+    errors: int = 0
+    partial: str | None = None
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "ms": median(self.pairs) if self.pairs else math.nan,
+            "base_ms": median(self.base),
+            "partial": self.partial,
+            "errors": self.errors,
+        }
+
+
+async def superstep_pairs(
+    c: httpx.AsyncClient, target: Target, acc: _Pairs, reps: int, deadline_s: float
+) -> None:
+    """Add `reps` pairs of (T(N+1 steps) - T(1 step)) / N to `acc`.
 
     Each N+1 run is paired with the N=1 run just before it, so slow drift on the machine (a
     database checkpoint, the previous run's write-back) weighs on both runs of a pair alike;
     the median of the pairs' differences is robust to a pair that drift or a pause did hit.
     """
-    runs, base = [], []
+    n = acc.n
     for _ in range(reps):
         one = await stream_once(c, request("1", target))
         if not one.ok:
             raise RuntimeError(f"N=1 run failed: {one.error or one.terminal}")
-        base.append(one.total_ms)
+        acc.base.append(one.total_ms)
         r = await stream_once(c, request(str(n + 1), target), deadline=time.perf_counter() + deadline_s)
-        runs.append(r)
-        if r.aborted:
-            break
-    base_ms = median(base)
-    full = [r for r in runs if r.ok]
-    if full:
-        pairs = [(r.total_ms - b) / n for r, b in zip(runs, base, strict=False) if r.ok]
-        return {
-            "ms": median(pairs),
-            "base_ms": base_ms,
-            "partial": None,
-            "errors": len(runs) - len(full),
-        }
-    r = runs[-1]
-    done = max(0, r.deltas - 1)  # supersteps beyond the one in the N=1 baseline
-    ms = (r.total_ms - base_ms) / done if done else math.nan
-    return {
-        "ms": ms,
-        "base_ms": base_ms,
-        "partial": f"{r.deltas} of {n + 1} supersteps in {r.total_ms / 1000:.0f} s"
-        + ("" if r.aborted else f", ended {r.error or r.terminal}"),
-        "errors": len(runs),
-    }
+        if r.ok:
+            acc.pairs.append((r.total_ms - one.total_ms) / n)
+            continue
+        acc.errors += 1
+        if r.aborted or not acc.pairs:
+            # Cut off (or never complete): what it did in the time is the figure.
+            done = max(0, r.deltas - 1)  # supersteps beyond the one in the N=1 baseline
+            if not acc.pairs:
+                acc.pairs.append((r.total_ms - median(acc.base)) / done if done else math.nan)
+            acc.partial = f"{r.deltas} of {n + 1} supersteps in {r.total_ms / 1000:.0f} s" + (
+                "" if r.aborted else f", ended {r.error or r.terminal}"
+            )
+            return
 
 
 async def scenario_steps(base: str, target: Target, sizes: Sizes, want: set[str]) -> dict[str, Any]:
-    """(b) countdown of N supersteps and (d) cost growth at 10/100/1000, fixed cost subtracted."""
+    """(b) countdown of N supersteps and (d) cost growth at 10/100/1000, fixed cost subtracted.
+
+    Ours repeats its pairs in `ours_reps_factor` rounds, each round measuring every N once (in
+    a rotated order): the machine's speed drifts by tens of percent over tens of seconds here,
+    and measuring all of N=10 first, then 100, then 1000 let that drift pass for a difference
+    between the lengths (the "flat within 20%" figure moved from 1.07 to 1.55 between two runs
+    of the same code, each length flat within itself).
+    """
     out: dict[str, Any] = {}
+    lengths: list[int] = []
+    if "countdown" in want:
+        lengths.append(sizes.countdown)
+    if "growth" in want:
+        lengths += [n for n in sizes.growth if n not in lengths]
 
-    def reps_for(reps: int) -> int:
-        return reps * sizes.ours_reps_factor if target.kind == "ours" else reps
+    def reps_per_round(n: int) -> int:
+        if n == sizes.countdown:
+            return sizes.countdown_reps
+        return sizes.base_reps if n <= 10 else sizes.countdown_reps if n <= 100 else 1
 
+    rounds = sizes.ours_reps_factor if target.kind == "ours" else 1
+    acc = {n: _Pairs(n) for n in lengths}
     async with client(base) as c:
         # Warm up on runs of some length: a server's first supersteps after start are slower
         # (caches, the database's first pages), and would weigh on whichever N is measured first.
         await warm(c, target, "3")
         await warm(c, target, "30")
-        if "countdown" in want:
-            out["countdown"] = await superstep_cost(
-                c, target, sizes.countdown, reps_for(sizes.countdown_reps), sizes.growth_deadline_s
-            )
-        if "growth" in want:
-            growth = {}
-            for n in sizes.growth:
-                if n == sizes.countdown and "countdown" in out:
-                    growth[n] = out["countdown"]
-                    continue
-                reps = reps_for(sizes.base_reps if n <= 10 else sizes.countdown_reps if n <= 100 else 1)
-                growth[n] = await superstep_cost(c, target, n, reps, sizes.growth_deadline_s)
-                if growth[n]["partial"]:
-                    break  # the server is still running the cut-off stream: measure no more here
-            out["growth"] = growth
+        cut = False
+        for k in range(rounds):
+            for n in lengths[k % len(lengths) :] + lengths[: k % len(lengths)]:
+                if cut:
+                    break
+                await superstep_pairs(c, target, acc[n], reps_per_round(n), sizes.growth_deadline_s)
+                # A cut-off stream is still running on the server: measure no more here.
+                cut = acc[n].partial is not None
+    if "countdown" in want:
+        out["countdown"] = acc[sizes.countdown].result()
+    if "growth" in want:
+        out["growth"] = {n: acc[n].result() for n in sizes.growth if acc[n].pairs or acc[n].partial}
     return out
 
 
