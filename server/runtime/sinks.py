@@ -91,6 +91,10 @@ class Sink:
                 self.failure = exc
             raise
 
+    def lagging(self, limit: float) -> bool:
+        """Whether a write handed over more than `limit` seconds ago is still not committed."""
+        return False
+
     @property
     def last_seq(self) -> int:
         return self.seq - 1
@@ -110,8 +114,9 @@ class SqlSink(Sink):
         self.seq = start_seq
         self._pending: list[EventRow] = []
         self._flush_scheduled = False
-        # Writes handed over and not yet seen to complete, oldest first (they complete in order).
-        self._inflight: deque[asyncio.Future[None]] = deque()
+        # Writes handed over and not yet seen to complete, oldest first (they complete in order),
+        # with the loop time they were handed over at.
+        self._inflight: deque[tuple[float, asyncio.Future[None]]] = deque()
         self.failure = None
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -135,11 +140,19 @@ class SqlSink(Sink):
         The done-callback that records a failure runs a loop turn later; in between, another
         write must not slip in behind the failed one (a checkpoint after lost outputs).
         """
-        inflight = self._inflight
-        while inflight and inflight[0].done():
-            self._on_done(inflight.popleft())
+        self._forget_done()
         if self.failure is not None:
             raise self.failure
+
+    def _forget_done(self) -> None:
+        inflight = self._inflight
+        while inflight and inflight[0][1].done():
+            self._on_done(inflight.popleft()[1])
+
+    def lagging(self, limit: float) -> bool:
+        self._forget_done()
+        inflight = self._inflight
+        return bool(inflight) and asyncio.get_running_loop().time() - inflight[0][0] > limit
 
     def _on_done(self, fut: asyncio.Future[None]) -> None:
         if not fut.cancelled() and fut.exception() is not None and self.failure is None:
@@ -172,7 +185,7 @@ class SqlSink(Sink):
         self._pending = []
         fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
-        self._inflight.append(fut)
+        self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut
 
 

@@ -278,6 +278,30 @@ def burst_then_marker() -> Workflow:
     return b.build()
 
 
+class _BusyBurst(Executor):
+    """N outputs (the user's text, default 200) in ONE handler that never suspends except to
+    yield them, each made with ~1.5 ms of CPU work; the last carries the time it was made."""
+
+    def __init__(self) -> None:
+        super().__init__(id="busy_burst")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[Never, str]) -> None:
+        text = last_user_text(messages).strip()
+        n = int(text) if text.isdigit() else 200
+        for i in range(n):
+            until = time.perf_counter() + 0.0015
+            while time.perf_counter() < until:
+                pass
+            await ctx.yield_output(f"last t={time.time():.6f}" if i == n - 1 else f"busy {i}")
+
+
+def busy_burst() -> Workflow:
+    """One superstep whose handler takes ~0.3 s of CPU and yields as it goes."""
+    b = _BusyBurst()
+    return WorkflowBuilder(name="busy_burst", start_executor=b, output_from=[b]).build()
+
+
 class _AskAndTickStart(Executor):
     def __init__(self) -> None:
         super().__init__(id="ask_and_tick_start")

@@ -1,10 +1,16 @@
 """Live delivery keeps pace with the run: a client sees outputs while the host still maps them.
 
-Regression: when the framework hands over a burst of updates (here 1000 outputs made in one
+Regression 1: when the framework hands over a burst of updates (here 1000 outputs made in one
 superstep) without suspending, the run kept the event loop to itself; the outbox writer and
 the relay got one loop turn per pause of the run, and SQLite's writer thread waited for the
 GIL at every row. A foreground stream then showed its first output ~100 ms late, after the
 host had mapped and checkpointed the whole burst. Both dialects, foreground and background.
+
+Regression 2: an executor's outputs reach the runner only through an unbounded queue that the
+executor never waits on, so a handler that yields many outputs without awaiting anything else
+showed its first output only after it returned (the bench's 1000-output superstep: ~25 ms on
+a slow machine, all of it the framework running the handler). Live streams now take each
+event as it is made (`_af_private.pace_events`).
 """
 
 from __future__ import annotations
@@ -56,4 +62,44 @@ def test_first_output_reaches_the_client_while_the_burst_is_mapped(
     # host was done with the burst (the marker's superstep starts only then).
     assert first_seen < marker_started, (
         f"first output seen {first_seen - marker_started:.3f} s after the host finished the burst"
+    )
+
+
+@pytest.mark.parametrize(
+    "mode", ["foreground", "background", "store-false"], ids=["foreground", "background", "store-false"]
+)
+def test_first_output_reaches_the_client_before_the_executor_s_handler_returns(
+    database_url: str, server_factory: Any, mode: str
+) -> None:
+    srv: ServerProcess = server_factory(database_url, app="tests.apps.workflows:busy_burst").start()
+    body: dict[str, Any] = {"model": "m", "input": "200", "stream": True}
+    if mode == "background":
+        body["background"] = True
+    if mode == "store-false":
+        body["store"] = False
+    first_seen: float | None = None
+    deltas: list[str] = []
+    terminal = None
+    event = ""
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        with c.stream("POST", "/responses", json=body) as r:
+            assert r.status_code == 200
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    event = line[len("event: ") :]
+                elif line.startswith("data: "):
+                    if event == "response.output_text.delta":
+                        if first_seen is None:
+                            first_seen = time.time()
+                        deltas.append(json.loads(line[len("data: ") :])["delta"])
+                    elif event in ("response.completed", "response.failed"):
+                        terminal = event
+    assert terminal == "response.completed"
+    assert deltas[:-1] == [f"busy {i}" for i in range(199)]
+    last_made = float(deltas[-1].split("t=")[1])
+    assert first_seen is not None
+    # The handler spends ~0.3 s making its 200 outputs: the first was on the client's screen
+    # well before the last was made (same machine, same wall clock).
+    assert first_seen < last_made - 0.1, (
+        f"first output seen {first_seen - last_made:+.3f} s from the moment the last was made"
     )

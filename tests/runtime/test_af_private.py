@@ -6,21 +6,26 @@ re-verify the restore bug (#7677) and the measured facts in the module docstring
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import inspect
 import json
 import logging
-from typing import Any
+from typing import Any, Never
 
 import pytest
 from agent_framework import (
     Content,
+    Executor,
     InMemoryCheckpointStorage,
     Message,
     WorkflowAgent,
+    WorkflowBuilder,
     WorkflowCheckpoint,
+    WorkflowContext,
     WorkflowEvent,
+    handler,
 )
 
 from server.examples.approval import approval_agent
@@ -34,6 +39,7 @@ from server.runtime._af_private import (
     decode_checkpoint,
     encode_checkpoint,
     make_restorable,
+    pace_events,
     pending_request_ids,
     pending_request_payloads,
     pending_response_types,
@@ -600,3 +606,59 @@ def test_coerce_request_response_matches_the_framework() -> None:
 
 
 # endregion
+
+
+_MADE: list[int] = []
+
+
+class _Burst50(Executor):
+    """50 outputs in one handler that awaits nothing but `yield_output`."""
+
+    def __init__(self) -> None:
+        super().__init__(id="burst50")
+
+    @handler
+    async def run(self, _messages: list[Message], ctx: WorkflowContext[Never, str]) -> None:
+        for i in range(50):
+            _MADE.append(i)
+            await ctx.yield_output(f"out {i}")
+
+
+async def test_pace_events_hands_over_each_event_as_it_is_made() -> None:
+    """Pinned on 1.23.0: without pacing a handler's outputs reach the stream only after it returns;
+    with it, the stream has the first output while the handler is still yielding."""
+
+    async def made_when_first_seen(paced: bool) -> int:
+        _MADE.clear()
+        b = _Burst50()
+        agent = WorkflowBuilder(name="burst50", start_executor=b, output_from=[b]).build().as_agent()
+        turns: list[int] = []
+
+        async def pace() -> None:
+            turns.append(1)
+            await asyncio.sleep(0)
+
+        if paced:
+            assert pace_events(agent, pace)
+            assert pace_events(agent, pace)  # the same workflow again: swapped, not wrapped twice
+        seen: int | None = None
+        async for update in agent.run("go", stream=True):
+            if seen is None and any(c.type == "text" for c in update.contents or ()):
+                seen = len(_MADE)
+        assert seen is not None
+        if paced:
+            assert 50 <= len(turns) < 100  # one pace per event (outputs plus a few lifecycle events)
+        return seen
+
+    assert await made_when_first_seen(paced=False) == 50
+    assert await made_when_first_seen(paced=True) < 10
+
+
+def test_pace_events_leaves_other_agents_alone() -> None:
+    class NotAWorkflow:
+        pass
+
+    async def pace() -> None:
+        return None
+
+    assert pace_events(NotAWorkflow(), pace) is False
