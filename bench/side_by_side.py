@@ -997,11 +997,19 @@ def _growth_ms(n: int) -> Callable[[dict[str, Any]], Any]:
 
 
 def _flatness(r: dict[str, Any]) -> Any:
+    """slowest / fastest; with a cut-off length in it, over what ran (see `_cell`: "≥")."""
     g = r.get("growth") or {}
-    vals = [v["ms"] for v in g.values() if v and not v.get("partial") and v["ms"] and v["ms"] > 0]
+    vals = [v["ms"] for v in g.values() if v and _num(v["ms"]) is not None and v["ms"] > 0]
     if len(vals) < 2 or len(vals) != len(g):
         return None
     return max(vals) / min(vals)
+
+
+def _cut_off_slowest(res: dict[str, Any]) -> bool:
+    """Whether the slowest length was cut off: its figure, and so the flatness, is a lower bound
+    (a cut-off run's cost grew with its length; it was cut for taking long)."""
+    g = [v for v in (res.get("growth") or {}).values() if v and _num(v["ms"]) is not None]
+    return bool(g) and bool(max(g, key=lambda v: v["ms"]).get("partial"))
 
 
 def rows(sizes: Sizes) -> list[Row]:
@@ -1075,6 +1083,8 @@ def cell(
         partial = _partial_note(row, res)
         if partial:
             text = f"{text}*"
+        elif row.label.startswith("cost growth: slowest") and _cut_off_slowest(res):
+            text = f"≥ {text}"
     if target.kind == "ours" and row.better:
         rp = ratio(row, v, row.get(plain) if plain else None)
         rr = ratio(row, v, row.get(resil) if resil else None)
