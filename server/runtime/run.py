@@ -158,7 +158,7 @@ class ResponseRun:
         # the workflow's executors wait at their next event until it resolves (`_pace`).
         self._holding: asyncio.Future[None] | None = None
         self._paced_at = -math.inf  # loop time of the last turn `_pace` gave
-        # `_pace` gives a turn after every event until the first output is committed (its
+        # `_pace` gives a turn after every event until the run has the first output (its
         # latency is the one a client sees), then at most every YIELD_EVERY (a turn per event
         # made a 1000-output superstep ~15% slower end to end).
         self._pace_every = 0.0
@@ -315,16 +315,17 @@ class ResponseRun:
         stream = self.agent.run(self.plan.messages or None, **kwargs)
         hogging = _Hogging(asyncio.get_running_loop(), YIELD_EVERY)
         first_output_at = self.mapper.next_output_index
-        eager = live
+        first_output = True
         async for update in stream:
             self._check_failures()
             self.mapper.feed(update)
-            if eager and self.mapper.next_output_index > first_output_at:
-                # Live delivery: commit the first output at once, before the agent's burst.
-                eager = False
-                await self._commit_held()
+            if first_output and self.mapper.next_output_index > first_output_at:
+                first_output = False
                 self._pace_every = YIELD_EVERY
-                hogging.reset()
+                if live:
+                    # Live delivery: commit the first output at once, before the agent's burst.
+                    await self._commit_held()
+                    hogging.reset()
             elif hogging() or (live and self.sink.lagging(YIELD_EVERY)):
                 # The agent hands over updates faster than it suspends (a burst), or faster
                 # than the outbox commits them (SQLite's writer thread needs the GIL at every
