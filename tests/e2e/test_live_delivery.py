@@ -28,14 +28,8 @@ APP = "tests.apps.workflows:burst_then_marker"
 OUTPUTS = 1000
 
 
-@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
-def test_first_output_reaches_the_client_while_the_burst_is_mapped(
-    database_url: str, server_factory: Any, background: bool
-) -> None:
-    srv: ServerProcess = server_factory(database_url, app=APP).start()
-    body: dict[str, Any] = {"model": "m", "input": str(OUTPUTS), "stream": True}
-    if background:
-        body["background"] = True
+def _stream_text(srv: ServerProcess, body: dict[str, Any]) -> tuple[float, list[str]]:
+    """Stream a response to its end: when the client saw its first text delta, and every delta."""
     first_seen: float | None = None
     deltas: list[str] = []
     terminal = None
@@ -54,10 +48,22 @@ def test_first_output_reaches_the_client_while_the_burst_is_mapped(
                     elif event in ("response.completed", "response.failed"):
                         terminal = event
     assert terminal == "response.completed"
+    assert first_seen is not None
+    return first_seen, deltas
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_first_output_reaches_the_client_while_the_burst_is_mapped(
+    database_url: str, server_factory: Any, background: bool
+) -> None:
+    srv: ServerProcess = server_factory(database_url, app=APP).start()
+    body: dict[str, Any] = {"model": "m", "input": str(OUTPUTS), "stream": True}
+    if background:
+        body["background"] = True
+    first_seen, deltas = _stream_text(srv, body)
     assert deltas[:-1] == [f"burst {i}" for i in range(OUTPUTS)]
     assert deltas[-1].startswith("marker t=")
     marker_started = float(deltas[-1].split("t=")[1])
-    assert first_seen is not None
     # Same machine, same wall clock: the first output was on the client's screen before the
     # host was done with the burst (the marker's superstep starts only then).
     assert first_seen < marker_started, (
@@ -77,27 +83,9 @@ def test_first_output_reaches_the_client_before_the_executor_s_handler_returns(
         body["background"] = True
     if mode == "store-false":
         body["store"] = False
-    first_seen: float | None = None
-    deltas: list[str] = []
-    terminal = None
-    event = ""
-    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
-        with c.stream("POST", "/responses", json=body) as r:
-            assert r.status_code == 200
-            for line in r.iter_lines():
-                if line.startswith("event: "):
-                    event = line[len("event: ") :]
-                elif line.startswith("data: "):
-                    if event == "response.output_text.delta":
-                        if first_seen is None:
-                            first_seen = time.time()
-                        deltas.append(json.loads(line[len("data: ") :])["delta"])
-                    elif event in ("response.completed", "response.failed"):
-                        terminal = event
-    assert terminal == "response.completed"
+    first_seen, deltas = _stream_text(srv, body)
     assert deltas[:-1] == [f"busy {i}" for i in range(199)]
     last_made = float(deltas[-1].split("t=")[1])
-    assert first_seen is not None
     # The handler spends ~0.3 s making its 200 outputs: the first was on the client's screen
     # well before the last was made (same machine, same wall clock).
     assert first_seen < last_made - 0.1, (
