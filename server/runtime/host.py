@@ -486,16 +486,11 @@ class _Encoded:
 def _encode_sync(req: CreateRequest, rid: str) -> _Encoded:
     inputs = _ids(req, rid)
     encoded = _with_inputs(req, inputs)
-    # A store=false request is never stored: only its ids are needed.
-    request_json = encoded.to_json() if req.store else ""
-    return _Encoded(
-        request=encoded,
-        request_json=request_json,
-        request_hash=_hash_of(request_json) if req.store else "",
-        input_rows=[InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
-        if req.store
-        else [],
-    )
+    if not req.store:
+        return _Encoded(encoded, "", "", [])  # never stored: only its ids are needed
+    request_json = encoded.to_json()
+    rows = [InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
+    return _Encoded(encoded, request_json, _hash_of(request_json), rows)
 
 
 def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:

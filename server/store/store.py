@@ -163,10 +163,9 @@ class Store:
         item. An id can occur more than once (a client may send an earlier item back with its id,
         or as an item_reference, which is stored under the id it names): output items come first,
         then input items oldest first, so the original precedes its copies. Scoped by `user_id`
-        (another tenant's item reads as absent). The search goes from the user's responses
-        (`ix_responses_conversation` leads with `user_id`) to their items by response id
-        (`ix_input_items_item_id`, the output items' primary key); there is no index on the item
-        id alone, so its cost grows with the user's number of responses.
+        (another tenant's item reads as absent). The items are found by their id
+        (`ix_output_items_by_item_id`, `ix_input_items_by_item_id`, migration 0003), then joined
+        to their responses to keep only this user's.
         """
         r, o, i = t.responses.c, t.output_items.c, t.input_items.c
         outputs = (
