@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, _migrated_pg
 from tests.e2e.helpers import assert_error_shape
 
 FIELDS = [
@@ -40,10 +41,21 @@ FIELDS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def fuzz_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    # Both dialects: PostgreSQL refuses what SQLite stores (NUL in text, for one).
     work = tmp_path_factory.mktemp("fuzz")
-    srv = ServerProcess(database_url=f"sqlite:///{work / 'db' / 'fuzz.db'}", app=None, workdir=work).start()
+    if request.param == "sqlite":
+        yield from _serve(f"sqlite:///{work / 'db' / 'fuzz.db'}", work)
+    else:
+        for url in _migrated_pg():
+            yield from _serve(url, work)
+
+
+def _serve(url: str, work: Path) -> Iterator[ServerProcess]:
+    srv = ServerProcess(database_url=url, app=None, workdir=work).start()
     try:
         yield srv
     finally:
