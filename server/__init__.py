@@ -3,26 +3,38 @@
 The public API is re-exported here; everything else is internal.
 """
 
-from .config import Settings
-from .http.app import HttpSettings, create_app
+from .http.app import create_app
+from .http.settings import HttpSettings
 from .runtime.apps import HostedApp
 from .runtime.checkpoint_storage import SqlCheckpointStorage
 from .runtime.context import RequestContext, request_context
-from .runtime.host import Host, HostSettings
+from .runtime.host import Host
+from .runtime.settings import Delivery, RuntimeSettings
+from .service import Service, StartupError, build, build_app, prepare
+from .settings import Settings, SettingsError
 from .store import Store
+from .store.settings import StoreSettings
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Delivery",
     "Host",
-    "HostSettings",
     "HostedApp",
     "HttpSettings",
     "RequestContext",
+    "RuntimeSettings",
+    "Service",
     "Settings",
+    "SettingsError",
     "SqlCheckpointStorage",
+    "StartupError",
     "Store",
+    "StoreSettings",
     "__version__",
+    "build",
+    "build_app",
     "create_app",
+    "prepare",
     "request_context",
 ]

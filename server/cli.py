@@ -1,7 +1,7 @@
-"""The `durable-responses` command: `serve` and `migrate`.
+"""The `durable-responses` command: `serve`, `migrate` and `settings`.
 
-Invariant: `serve` never starts on a schema it does not match: it migrates an embedded SQLite
-database itself and refuses a PostgreSQL database that is behind, naming the command to run.
+Invariant: flags override environment variables, which override defaults; every one of them
+is declared once, in `server.settings` (`durable-responses settings` lists them).
 """
 
 from __future__ import annotations
@@ -10,15 +10,14 @@ import argparse
 import asyncio
 import gc
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from types import FrameType
 
 import uvicorn
 
-from .config import Settings
 from .runtime.host import Host
+from .settings import Settings, SettingsError, markdown_table
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,34 +36,48 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE:QUALNAME",
         help="allow a custom type in workflow checkpoints (repeatable)",
     )
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", help="log level (env DURABLE_RESPONSES_LOG_LEVEL, default info)")
     mig = sub.add_parser("migrate", help="upgrade the database schema to the newest revision")
     mig.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
+    sub.add_parser("settings", help="list every environment variable with its default (markdown)")
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The environment's settings with the command line's flags applied."""
     settings = Settings.from_env()
-    command = args.command or "serve"
     if getattr(args, "database_url", None):
-        settings.database_url = args.database_url
-    if command == "migrate":
-        sys.exit(_migrate(settings.database_url))
+        settings.store = settings.store.model_copy(update={"database_url": args.database_url})
+    if args.command != "serve":
+        return settings
+    runtime = settings.runtime
+    settings.runtime = type(runtime).from_env(
+        None,
+        app=args.app,
+        delivery=args.delivery,
+        checkpoint_types=(*runtime.checkpoint_types, *args.allow_checkpoint_type),
+    )
+    settings.http = type(settings.http).from_env(None, host=args.host, port=args.port)
+    if args.log_level:
+        settings.process = settings.process.model_copy(update={"log_level": args.log_level})
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command is None:
-        args = _parser().parse_args(["serve"])
-    if args.app:
-        settings.app = args.app
-    if args.host:
-        settings.host = args.host
-    if args.port:
-        settings.port = args.port
-    if args.delivery:
-        settings.delivery = args.delivery
-    if settings.delivery not in ("live", "durable"):
-        sys.exit(f"delivery must be live or durable, got {settings.delivery!r}")
-    settings.allowed_checkpoint_types += tuple(args.allow_checkpoint_type)
-    sys.exit(_serve(settings, args.log_level))
+        args = parser.parse_args(["serve", *(argv or [])])
+    if args.command == "settings":
+        print(markdown_table(), end="")
+        return
+    try:
+        settings = settings_from(args)
+    except SettingsError as exc:
+        sys.exit(f"durable-responses {args.command}: {exc}")
+    if args.command == "migrate":
+        sys.exit(_migrate(settings.store.database_url))
+    sys.exit(_serve(settings))
 
 
 def _migrate(url: str) -> int:
@@ -86,76 +99,42 @@ def _migrate(url: str) -> int:
     return 0
 
 
-def _serve(settings: Settings, log_level: str) -> int:
-    from .http.app import HttpSettings, create_app
-    from .runtime._af_private import check_compatibility
-    from .runtime.apps import AppError, HostedApp
-    from .runtime.host import HostSettings
-    from .store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url
-    from .store.migrate import check_schema, redact_url, upgrade
+def _serve(settings: Settings) -> int:
+    from .service import StartupError, build, prepare
+    from .store.migrate import redact_url
 
+    log_level = settings.process.log_level
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("durable_responses")
-    switch_interval_ms = _env_ms("DURABLE_RESPONSES_SWITCH_INTERVAL_MS", 0.5)
     try:
-        check_compatibility()
-        app_spec = HostedApp.load(settings.app)
-        url = normalize_url(settings.database_url)
-        if url.get_backend_name() == "sqlite":
-            upgrade(settings.database_url)
-        else:
-            check_schema(settings.database_url)
-    except (AppError, BadDatabaseURL, SchemaOutOfDate, RuntimeError) as exc:
+        app = prepare(settings)
+    except StartupError as exc:
         print(f"durable-responses serve: {exc}", file=sys.stderr)
         return 2
-
-    store = Store.open(
-        settings.database_url,
-        lease_seconds=settings.lease_seconds,
-        commit_window=settings.commit_window_ms / 1000,
-    )
-    host = Host(
-        store,
-        app_spec,
-        HostSettings(
-            delivery=settings.delivery,
-            lease_seconds=settings.lease_seconds,
-            recovery_interval=settings.recovery_interval,
-            allowed_checkpoint_types=settings.allowed_checkpoint_types,
-            shutdown_grace_seconds=settings.shutdown_grace_seconds,
-            max_inflight=settings.max_inflight,
-        ),
-    )
-    app = create_app(
-        host,
-        HttpSettings(
-            api_key=settings.api_key,
-            principal_keys=settings.principal_keys,
-            max_body_bytes=settings.max_body_bytes,
-            keepalive_seconds=settings.keepalive_seconds,
-        ),
-    )
+    service = build(settings, app)
+    http = settings.http
     config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
+        service.app,
+        host=http.host,
+        port=http.port,
         log_level=log_level,
-        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
+        timeout_graceful_shutdown=int(settings.runtime.shutdown_grace_seconds) + 5,
         lifespan="on",
     )
     # uvicorn's choice of event loop ("auto": uvloop, a dependency of this package, where it runs).
     loop_factory = config.get_loop_factory()
+    switch_interval_ms = settings.process.switch_interval_ms
     log.info(
         "serving %s on http://%s:%s with %s (%s delivery, event loop: %s, GIL switch interval: %g ms)",
-        app_spec.spec,
-        settings.host,
-        settings.port,
-        redact_url(settings.database_url),
-        settings.delivery,
+        app.spec,
+        http.host,
+        http.port,
+        redact_url(settings.store.database_url),
+        settings.runtime.delivery.value,
         "asyncio" if loop_factory is None else loop_factory.__module__.split(".")[0],
         switch_interval_ms,
     )
-    server = _Server(config, host)
+    server = _Server(config, service.host)
     # Everything loaded so far lives as long as the process: keep it out of the garbage
     # collector's full passes, whose cost would otherwise grow with it on every long response.
     gc.collect()
@@ -170,17 +149,6 @@ def _serve(settings: Settings, log_level: str) -> int:
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(server.serve())
     return 0
-
-
-def _env_ms(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        raise SystemExit(f"{name} must be a number of milliseconds, got {raw!r}") from None
-    if value <= 0:
-        raise SystemExit(f"{name} must be above 0, got {raw!r}")
-    return value
 
 
 class _Server(uvicorn.Server):

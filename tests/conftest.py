@@ -2,7 +2,7 @@
 
 `server_factory` starts `python -m server serve` as a subprocess (uvicorn on a free loopback
 port), so tests can `kill -9` it and start another on the same database. PostgreSQL is never
-skipped in CI: with DURABLE_RESPONSES_REQUIRE_POSTGRES=1 an unreachable server fails the run.
+skipped: an unreachable server fails the run, unless DURABLE_RESPONSES_SKIP_POSTGRES=1 says to.
 """
 
 from __future__ import annotations

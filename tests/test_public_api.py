@@ -4,7 +4,15 @@ import server
 
 EXPECTED = {
     "Host",
-    "HostSettings",
+    "Delivery",
+    "RuntimeSettings",
+    "Service",
+    "SettingsError",
+    "StartupError",
+    "StoreSettings",
+    "build",
+    "build_app",
+    "prepare",
     "HostedApp",
     "HttpSettings",
     "RequestContext",

@@ -37,26 +37,13 @@ from ..protocol.request import (
 from ..protocol.response import deleted_body
 from ..runtime.context import RequestContext, set_request_context
 from ..runtime.host import Created, Host
+from ..runtime.relay import ResponseStream
 from .auth import Authenticator
+from .settings import HttpSettings
 
 log = logging.getLogger("durable_responses.http")
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-class HttpSettings:
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        principal_keys: dict[str, str] | None = None,
-        max_body_bytes: int = 16 * 1024 * 1024,
-        keepalive_seconds: float = 15.0,
-    ) -> None:
-        self.api_key = api_key
-        self.principal_keys = principal_keys or {}
-        self.max_body_bytes = max_body_bytes
-        self.keepalive_seconds = keepalive_seconds
 
 
 # Create bodies above this many bytes are decoded and validated in a worker thread.
@@ -174,26 +161,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
             )
         return raw
 
-    def sse(
-        body: AsyncIterator[bytes],
-        on_close: Callable[[], None] | None = None,
-        on_first: Callable[[], None] | None = None,
-    ) -> EventSourceResponse:
-        async def guarded_body() -> AsyncIterator[bytes]:
-            nonlocal on_first
-            finished = False
-            try:
-                async for chunk in body:
-                    yield chunk
-                    if on_first is not None:
-                        on_first()  # the first events are on their way: let the run start
-                        on_first = None
-                finished = True
-            finally:
-                if not finished and on_close is not None:
-                    on_close()
-
-        return EventSourceResponse(guarded_body(), ping=cfg.keepalive_seconds, headers=SSE_HEADERS)
+    def sse(stream: ResponseStream) -> EventSourceResponse:
+        return EventSourceResponse(stream, ping=cfg.keepalive_seconds, headers=SSE_HEADERS)
 
     async def create(request: Request) -> Response:
         user = user_of(request)
@@ -224,22 +193,14 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     async def respond(request: Request, created: Created) -> Response:
         req = created.request
         if req.stream:
-            start = created.run.start if created.run is not None else None
-            if created.memory is not None:
-                return sse(
-                    host.relay_memory(created.memory),
-                    lambda: host.stop_foreground(created.response_id),
-                    start,
-                )
-            on_close = None if req.background else (lambda: host.stop_foreground(created.response_id))
-            return sse(host.relay(created.response_id, -1, created.subscription), on_close, start)
+            return sse(host.stream_created(created))
         if req.background:
             return JSONResponse(await host.get(user_of(request), created.response_id))
         waiter = asyncio.ensure_future(host.wait(created))
         disconnect = asyncio.ensure_future(_wait_disconnect(request))
         done, _ = await asyncio.wait({waiter, disconnect}, return_when=asyncio.FIRST_COMPLETED)
         if waiter not in done:
-            host.stop_foreground(created.response_id)
+            host.abandon(created.response_id)
             waiter.cancel()
             return Response(status_code=499)
         disconnect.cancel()
@@ -251,9 +212,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         params = parse_stream_params(request.query_params, request.headers.get("last-event-id"))
         if not params.stream:
             return JSONResponse(await host.get(user, rid))
-        await host.get_row(user, rid)
         after = params.starting_after if params.starting_after is not None else -1
-        return sse(host.relay(rid, after))
+        return sse(await host.stream(user, rid, after))
 
     async def cancel(request: Request) -> Response:
         return JSONResponse(await host.cancel(user_of(request), response_id_of(request)))
@@ -301,7 +261,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         finally:
             if manage_host:
                 await host.stop()
-            AppStatus.should_exit = True
+            # (Not `AppStatus.should_exit`: it is process-wide and would end the streams of every
+            # other app in this process. Our relays end by themselves once the host has stopped.)
 
     async def not_found_handler(request: Request, exc: Exception) -> Response:
         return error_response(errors.not_found(f"No route for {request.method} {request.url.path}."))

@@ -44,7 +44,7 @@ from .messages import (
     output_items_to_messages,
     type_name,
 )
-from .run import RunPlan
+from .plan import RunPlan
 
 MAX_HISTORY_RESPONSES = 1000
 # Stored items read per item_reference (the item itself comes first; copies of it follow).

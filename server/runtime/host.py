@@ -1,11 +1,16 @@
-"""The runtime's facade: create, read, cancel, delete and stream responses; own leases.
+"""The runtime's facade for the HTTP layer: create, read, stream, cancel and delete responses.
+
+The work is done by collaborators with one job each, composed here: the `RunRegistry` (live
+runs, draining), the `Launcher` (builds and starts runs, for creation and recovery alike), the
+`Relay` (committed events as SSE frames), the `LeaseKeeper`, `Recovery` and `Continuations`.
 
 Invariants:
 - A response is inserted with its `response.created` event and this process's lease in one
   transaction, before its run starts; from then on only the lease holder appends to it.
 - Continuations fail closed: a reply to an unknown or answered call, or a continuation whose
   checkpoint is gone, is refused with a 4xx; nothing silently restarts a workflow.
-- The HTTP layer talks only to this class (never to SQL).
+- The HTTP layer talks only to this class and to the `Created` / `ResponseStream` handles it
+  returns: it never touches a run, a sink or SQL.
 """
 
 from __future__ import annotations
@@ -20,8 +25,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import errors
@@ -42,11 +46,15 @@ from ..store import (
 from ._offload import for_input
 from .apps import HostedApp
 from .continuation import Continuations
-from .mapping import ItemMapper
+from .launcher import Launcher
+from .leases import LeaseKeeper
+from .memory import MemorySink
+from .plan import RunSpec, lineage_for
 from .recovery import Recovery
-from .relay import relay_committed, relay_memory
-from .run import ResponseRun, RunPlan
-from .sinks import MemorySink, SqlSink
+from .registry import RunRegistry
+from .relay import Relay, ResponseStream
+from .run import ResponseRun, StopKind
+from .settings import RuntimeSettings
 
 log = logging.getLogger("durable_responses.host")
 
@@ -56,56 +64,42 @@ _ABANDONED_SUB = 30.0
 
 
 @dataclass
-class HostSettings:
-    delivery: str = "live"
-    lease_seconds: float = 15.0
-    recovery_interval: float = 2.0
-    allowed_checkpoint_types: tuple[str, ...] = ()
-    shutdown_grace_seconds: float = 10.0
-    remote_poll_seconds: float = 0.5
-    cancel_wait_seconds: float = 10.0
-    max_recoveries: int = 10
-    max_inflight: int = 1000
-
-
-@dataclass
 class Created:
+    """A response just created (or found again by an idempotent retry): what the HTTP layer
+    answers with `Host.stream_created` (SSE) or `Host.wait` (JSON)."""
+
     response_id: str
     request: CreateRequest
-    run: ResponseRun | None
-    memory: MemorySink | None = None
     existing: bool = False
-    # The creator's stream: watching since before the creation committed (see `relay`).
-    subscription: Subscription | None = None
+    _run: ResponseRun | None = field(default=None, repr=False)
+    _memory: MemorySink | None = field(default=None, repr=False)
+    # The creator's stream: watching since before the creation committed (see `Relay`).
+    _subscription: Subscription | None = field(default=None, repr=False)
 
 
 def _hash_of(request_json: str) -> str:
     return hashlib.sha256(request_json.encode()).hexdigest()
 
 
-def lineage_for(req: CreateRequest, response_id: str) -> str:
-    return f"conv:{req.conversation_id}" if req.conversation_id else f"resp:{response_id}"
-
-
 class Host:
-    def __init__(self, store: Store, app: HostedApp, settings: HostSettings | None = None) -> None:
+    def __init__(self, store: Store, app: HostedApp, settings: RuntimeSettings | None = None) -> None:
         self.store = store
         self.app = app
-        self.settings = settings or HostSettings()
+        self.settings = settings or RuntimeSettings()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.runs: dict[str, ResponseRun] = {}
-        self.accepting = True
-        self.recovery = Recovery(self)
-        self.continuations = Continuations(store, app, self.settings.allowed_checkpoint_types)
+        self.registry = RunRegistry()
+        self.continuations = Continuations(store, app, self.settings.checkpoint_types)
+        self.launcher = Launcher(store, app, self.settings, self.registry, self.owner)
+        self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
+        self.leases = LeaseKeeper(store, self.registry, self.owner)
+        self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, self.settings)
         self._tasks: list[asyncio.Task[None]] = []
-        self._background: set[asyncio.Task[None]] = set()
-        self.draining = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.store.start()
-        self._tasks.append(asyncio.create_task(self._lease_loop(), name="lease-loop"))
+        self._tasks.append(asyncio.create_task(self.leases.loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
 
     def begin_shutdown(self) -> None:
@@ -114,30 +108,13 @@ class Host:
         Their clients reconnect (`Last-Event-ID`) to a replica that recovers them; foreground
         streams stay open while their runs finish within the grace period (`stop`).
         """
-        if self.draining.is_set():
-            return
-        self.accepting = False
-        self.draining.set()
-        self.store.notifier.publish_all()
+        if self.registry.begin_drain():
+            self.store.notifier.publish_all()
 
     async def stop(self) -> None:
         """Graceful: refuse new work, let foreground runs finish, leave background to recovery."""
         self.begin_shutdown()
-        deadline = time.monotonic() + self.settings.shutdown_grace_seconds
-        while True:
-            foreground = [r for r in self.runs.values() if not r.background and not r.done.is_set()]
-            if not foreground or time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(0.05)
-        for run in list(self.runs.values()):
-            if run.background:
-                run.stop("abandon")
-            else:
-                run.stop("failed", "The server shut down before this response finished; retry it.")
-        for run in list(self.runs.values()):
-            if run.task is not None:
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(asyncio.shield(run.task), 5)
+        await self.registry.stop_all(self.settings.shutdown_grace_seconds)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -152,16 +129,16 @@ class Host:
             await asyncio.wait_for(self.store.ping(), 5)
         except Exception:
             return False
-        return self.accepting
+        return self.registry.accepting
 
     # -- create -------------------------------------------------------------------------
 
     async def create(self, user_id: str, req: CreateRequest, response_id: str | None) -> Created:
-        if not self.accepting:
+        if not self.registry.accepting:
             raise errors.unavailable("The server is shutting down; retry on another instance.")
-        if len(self.runs) >= self.settings.max_inflight:
+        if len(self.registry) >= self.settings.max_inflight:
             raise errors.rate_limited(
-                f"This server is running {len(self.runs)} responses, its limit "
+                f"This server is running {len(self.registry)} responses, its limit "
                 "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica."
             )
         rid = response_id or new_response_id()
@@ -196,7 +173,7 @@ class Host:
             request=encoded.request_json,
             request_hash=encoded.request_hash,
             lease_owner=self.owner,
-            lease_expires_at=now + self.settings.lease_seconds,
+            lease_expires_at=now + self.store.lease_seconds,
         )
         snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
         first = [ev.response_created(snapshot)]
@@ -205,37 +182,40 @@ class Host:
         for seq, e in enumerate(first):
             e["sequence_number"] = seq
             events.append(EventRow(seq, e["type"], dumps(e)))
-        input_rows = encoded.input_rows
         # A streaming creator watches before the commit: its relay starts from the committed
         # tail (no read back of the rows just written).
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
-            plan = await self._plan(user_id, req, rid)
-            await self.store.insert_response(row, input_rows, events)
-        except DuplicateResponse as exc:
+            plan = await self.continuations.plan(user_id, req, rid)
+            await self.store.insert_response(row, encoded.input_rows, events)
+        except BaseException as exc:
             if sub is not None:
                 sub.close()
             if answered is not None:
                 await self.store.unanswer_pending(answered, rid)
-            raise errors.conflict(
-                f"A response with id '{rid}' already exists.", code="duplicate_response_id"
-            ) from exc
-        except BaseException:
-            if sub is not None:
-                sub.close()
-            if answered is not None:
-                await self.store.unanswer_pending(answered, rid)
+            if isinstance(exc, DuplicateResponse):
+                raise errors.conflict(
+                    f"A response with id '{rid}' already exists.", code="duplicate_response_id"
+                ) from exc
             raise
-        run = self._make_run(
-            row, req, plan, start_seq=len(events), next_index=0, status=status, defer=req.stream
+        spec = RunSpec(
+            response_id=rid,
+            user_id=user_id,
+            created_at=now,
+            request=req,
+            background=req.background,
+            lineage=lineage_for(req, rid),
+            queued=status == "queued",
         )
+        sink = self.launcher.sink(rid, len(events))
+        run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream)
         if sub is not None:
             # Normally the relay closes it; this is for a stream that never started.
             def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
                 asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
 
             run.on_finished.append(drop_later)
-        return Created(rid, req, run, subscription=sub)
+        return Created(rid, req, _run=run, _subscription=sub)
 
     async def _existing(self, user_id: str, rid: str, request_hash: str) -> Created | None:
         """A client retry with the same client-chosen id gets the same response (idempotency)."""
@@ -248,99 +228,47 @@ class Host:
                 code="duplicate_response_id",
             )
         stored = CreateRequest.from_json_dict(json.loads(row.request))
-        return Created(rid, stored, self.runs.get(rid), existing=True)
-
-    async def _plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
-        return await self.continuations.plan(user_id, req, rid)
+        return Created(rid, stored, existing=True, _run=self.registry.get(rid))
 
     async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
-        plan = await self._plan(user_id, req, rid)
+        plan = await self.continuations.plan(user_id, req, rid)
         sink = MemorySink()
         snapshot = build_response(req, response_id=rid, status="in_progress", created_at=int(now))
         sink.emit(ev.response_created(snapshot))
         sink.emit(ev.response_in_progress(snapshot))
-        run = ResponseRun(
-            store=None,
-            request=req,
+        spec = RunSpec(
             response_id=rid,
             user_id=user_id,
             created_at=now,
-            lineage=lineage_for(req, rid),
-            sink=sink,
-            mapper=ItemMapper(rid, sink.emit),
-            build_agent=self.app.build,
-            is_workflow=self.app.is_workflow,
-            plan=plan,
-            background=False,
-            allowed_types=self.settings.allowed_checkpoint_types,
-            reader=self.store,
-        )
-        if req.stream:
-            run.start_soon(0.05)
-        else:
-            run.start()
-        return Created(rid, req, run, memory=sink)
-
-    def _make_run(
-        self,
-        row: ResponseRow,
-        req: CreateRequest,
-        plan: RunPlan,
-        *,
-        start_seq: int,
-        next_index: int,
-        status: str,
-        sink: SqlSink | None = None,
-        defer: bool = False,
-    ) -> ResponseRun:
-        if sink is None:
-            sink = SqlSink(
-                self.store, row.id, self.owner, live=self.settings.delivery == "live", start_seq=start_seq
-            )
-        run = ResponseRun(
-            store=self.store,
             request=req,
-            response_id=row.id,
-            user_id=row.user_id,
-            created_at=row.created_at,
-            lineage=lineage_for(req, row.id),
-            sink=sink,
-            mapper=ItemMapper(
-                row.id, sink.emit, next_output_index=next_index, announced_calls=plan.announced_calls
-            ),
-            build_agent=self.app.build,
-            is_workflow=self.app.is_workflow,
-            plan=plan,
-            background=row.background,
-            allowed_types=self.settings.allowed_checkpoint_types,
-            owner=self.owner,
+            background=False,
+            lineage=lineage_for(req, rid),
         )
-        run.queued = status == "queued"
-        self.runs[row.id] = run
-        run.on_finished.append(self._on_run_finished)
-        if defer:
-            run.start_soon(0.05)
-        else:
-            run.start()
-        return run
+        run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream)
+        return Created(rid, req, _run=run, _memory=sink)
 
-    def _on_run_finished(self, run: ResponseRun) -> None:
-        if self.runs.get(run.response_id) is run:
-            del self.runs[run.response_id]
-        # Relays that waited on this local run re-check (it may have ended without a commit).
-        self.store.notifier.publish(run.response_id)
-        if run.final_status in ("failed", "cancelled") and run.store is not None:
-            task = asyncio.get_running_loop().create_task(self._after_run(run))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+    # -- streams ------------------------------------------------------------------------
 
-    async def _after_run(self, run: ResponseRun) -> None:
-        # (Checkpoints were pruned in the run's final transaction.)
-        try:
-            if run.final_status in ("failed", "cancelled"):
-                await self.store.release_answers(run.response_id)
-        except Exception:
-            log.exception("response %s: clean-up after the run failed", run.response_id)
+    def stream_created(self, created: Created) -> ResponseStream:
+        """The creator's SSE stream: from `response.created` to the terminal event."""
+        run = created._run
+        rid = created.response_id
+        on_first = run.start if run is not None else None
+        if created._memory is not None:
+            frames = self.relay.memory(created._memory)
+            return ResponseStream(frames, on_first=on_first, on_abandoned=lambda: self.abandon(rid))
+        frames = self.relay.committed(rid, -1, created._subscription)
+        on_abandoned = None if created.request.background else (lambda: self.abandon(rid))
+        return ResponseStream(frames, on_first=on_first, on_abandoned=on_abandoned)
+
+    async def stream(self, user_id: str, response_id: str, after: int) -> ResponseStream:
+        """A replay or a reconnect: committed events after `after`, then live ones."""
+        await self.get_row(user_id, response_id)
+        return ResponseStream(self.relay.committed(response_id, after))
+
+    def abandon(self, response_id: str) -> None:
+        """The client of a foreground response went away: cancel it (background runs go on)."""
+        self.registry.stop_foreground(response_id)
 
     # -- read ---------------------------------------------------------------------------
 
@@ -371,11 +299,14 @@ class Host:
 
     async def wait(self, created: Created) -> dict[str, Any]:
         """The final Response of a foreground JSON request."""
-        run = created.run
+        run = created._run
         if run is not None:
             await run.done.wait()
-        if created.memory is not None:
-            return _terminal_response(created.memory.events)
+        if created._memory is not None:
+            final = created._memory.terminal_response()
+            if final is None:
+                raise errors.server_error("The response ended without a terminal event.")
+            return final
         row = await self.store.get_response(created.response_id, None)
         while row is not None and row.status not in TERMINAL_STATUSES:
             # Driven elsewhere (an idempotent retry while another process runs it).
@@ -413,9 +344,8 @@ class Host:
             raise errors.conflict(f"Cannot cancel a {row.status} response.", code="response_not_cancellable")
         if row.status != "cancelled":
             await self.store.request_cancel(response_id, user_id)
-            run = self.runs.get(response_id)
+            run = self.registry.stop(response_id, StopKind.CANCELLED)
             if run is not None:
-                run.stop("cancelled")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(run.done.wait(), self.settings.cancel_wait_seconds)
             else:
@@ -429,48 +359,9 @@ class Host:
 
     async def delete(self, user_id: str, response_id: str) -> None:
         await self.get_row(user_id, response_id)
-        run = self.runs.get(response_id)
-        if run is not None:
-            run.stop("abandon")
+        self.registry.stop(response_id, StopKind.ABANDON)
         if not await self.store.delete_response(response_id, user_id):
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
-
-    # -- stream -------------------------------------------------------------------------
-
-    def relay(self, response_id: str, after: int, sub: Subscription | None = None) -> AsyncIterator[bytes]:
-        """Committed events after `after`, as SSE frames, until the terminal event."""
-        return relay_committed(self, response_id, after, sub)
-
-    def relay_memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
-        return relay_memory(sink, after)
-
-    def stop_foreground(self, response_id: str) -> None:
-        """The client of a foreground response went away: cancel it (background runs go on)."""
-        run = self.runs.get(response_id)
-        if run is not None and not run.background and not run.done.is_set():
-            run.stop("cancelled")
-
-    # -- leases -------------------------------------------------------------------------
-
-    async def _lease_loop(self) -> None:
-        interval = max(self.settings.lease_seconds / 3, 0.2)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                owned = [rid for rid, r in self.runs.items() if r.store is not None and not r.done.is_set()]
-                if not owned:
-                    continue
-                kept = await self.store.renew_leases(self.owner, owned)
-                for rid in owned:
-                    if rid not in kept and rid in self.runs:
-                        log.warning("response %s: lease lost; stopping our run", rid)
-                        self.runs[rid].stop("abandon")
-                for rid in await self.store.cancel_requested(list(kept)):
-                    run = self.runs.get(rid)
-                    if run is not None:
-                        run.stop("cancelled")
-            except Exception:
-                log.exception("lease renewal failed")
 
 
 @dataclass(frozen=True)
@@ -503,11 +394,3 @@ def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
 
 def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
     return dataclasses.replace(req, input_items=inputs)
-
-
-def _terminal_response(events: list[EventRow]) -> dict[str, Any]:
-    for e in reversed(events):
-        if e.type in ev.TERMINAL_EVENT_TYPES:
-            data: dict[str, Any] = json.loads(e.data)["response"]
-            return data
-    raise errors.server_error("The response ended without a terminal event.")

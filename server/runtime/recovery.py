@@ -25,20 +25,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
 from ..protocol.sse import dumps
-from ..store import Finish, ResponseRow
+from ..store import Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
+from .continuation import Continuations
+from .launcher import Launcher
 from .mapping import ClosedItem, reopen_from_events
-from .run import RunPlan
+from .plan import RunPlan, RunSpec, lineage_for
+from .registry import RunRegistry
+from .settings import RuntimeSettings
 from .sinks import SqlSink
-
-if TYPE_CHECKING:
-    from .host import Host
 
 log = logging.getLogger("durable_responses.recovery")
 
@@ -50,8 +51,19 @@ INTERRUPTED_FOREGROUND = (
 
 
 class Recovery:
-    def __init__(self, host: Host) -> None:
-        self.host = host
+    def __init__(
+        self,
+        store: Store,
+        launcher: Launcher,
+        continuations: Continuations,
+        registry: RunRegistry,
+        settings: RuntimeSettings,
+    ) -> None:
+        self._store = store
+        self._launcher = launcher
+        self._continuations = continuations
+        self._registry = registry
+        self._settings = settings
         self.recovered = 0
 
     async def loop(self) -> None:
@@ -60,13 +72,13 @@ class Recovery:
                 await self.sweep()
             except Exception:
                 log.exception("recovery sweep failed")
-            await asyncio.sleep(self.host.settings.recovery_interval)
+            await asyncio.sleep(self._settings.recovery_interval)
 
     async def sweep(self) -> int:
         """Claim and resume every expired response (in batches); returns how many."""
         total = 0
-        while self.host.accepting:
-            rows = await self.host.store.claim_expired(self.host.owner, limit=50)
+        while self._registry.accepting:
+            rows = await self._store.claim_expired(self._launcher.owner, limit=50)
             if not rows:
                 break
             for row in rows:
@@ -79,8 +91,7 @@ class Recovery:
         return total
 
     async def resume(self, row: ResponseRow) -> None:
-        host = self.host
-        store = host.store
+        store = self._store
         req = CreateRequest.from_json_dict(json.loads(row.request))
         store.outbox.forget(row.id)
         own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
@@ -90,7 +101,7 @@ class Recovery:
         open_items, highest = reopen_from_events(row.id, parsed)
         next_index = max(await store.max_output_index(row.id), highest) + 1
         start_seq = max(await store.max_event_seq(row.id), raw[-1].seq if raw else -1) + 1
-        sink = SqlSink(store, row.id, host.owner, live=row.delivery == "live", start_seq=start_seq)
+        sink = self._launcher.sink(row.id, start_seq, row.delivery)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
         for item in open_items:
@@ -103,7 +114,7 @@ class Recovery:
         if not row.background:
             await self._end(row, req, sink, closed, status="failed", message=INTERRUPTED_FOREGROUND)
             return
-        limit = host.settings.max_recoveries
+        limit = self._settings.max_recoveries
         if row.recovery_count > limit:
             message = (
                 f"The response was taken over by recovery {row.recovery_count} times without finishing "
@@ -120,16 +131,7 @@ class Recovery:
             sink.emit(ev.response_in_progress(snapshot))
             status = "in_progress"
         await sink.commit(closed, status=status)
-        if own_cp is not None and own_cp.awaits_input:
-            # Saved after the run restored the checkpoint it continues and before it delivered
-            # the request's input (a reply, a new message): resuming alone would lose the input.
-            plan = await host.continuations.plan_delivery(row.user_id, req, own_cp)
-        elif own_cp is not None:
-            plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
-            if req.tools:
-                plan.tools = (await host._plan(row.user_id, req, row.id)).tools
-        else:
-            plan = await host._plan(row.user_id, req, row.id)
+        plan = await self._plan(row, req, own_cp)
         plan.announced_calls = frozenset(
             str(item.get("call_id"))
             for item in (json.loads(o.data) for o in await store.output_items(row.id))
@@ -142,9 +144,28 @@ class Recovery:
         )
         # The run task copies this context: the app sees whose response it resumes.
         set_request_context(RequestContext(user_id=row.user_id))
-        host._make_run(
-            row, req, plan, start_seq=sink.seq, next_index=next_index, status="in_progress", sink=sink
+        spec = RunSpec(
+            response_id=row.id,
+            user_id=row.user_id,
+            created_at=row.created_at,
+            request=req,
+            background=row.background,
+            lineage=lineage_for(req, row.id),
+            all_output_here=next_index == 0,
         )
+        self._launcher.launch(spec, plan, sink=sink, next_index=next_index)
+
+    async def _plan(self, row: ResponseRow, req: CreateRequest, own_cp: Any) -> RunPlan:
+        if own_cp is not None and own_cp.awaits_input:
+            # Saved after the run restored the checkpoint it continues and before it delivered
+            # the request's input (a reply, a new message): resuming alone would lose the input.
+            return await self._continuations.plan_delivery(row.user_id, req, own_cp)
+        if own_cp is not None:
+            plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
+            if req.tools:
+                plan.tools = (await self._continuations.plan(row.user_id, req, row.id)).tools
+            return plan
+        return await self._continuations.plan(row.user_id, req, row.id)
 
     async def _end(
         self,
@@ -157,7 +178,7 @@ class Recovery:
         message: str | None,
     ) -> None:
         """End a response recovery will not resume: cancelled, interrupted foreground, or looping."""
-        output = [json.loads(o.data) for o in await self.host.store.output_items(row.id)]
+        output = [json.loads(o.data) for o in await self._store.output_items(row.id)]
         error = None if message is None else {"code": "server_error", "message": message}
         response = build_response(
             req,
@@ -173,4 +194,4 @@ class Recovery:
             closed,
             finish=Finish(status=status, completed_at=None, error=dumps(error) if error else None),
         )
-        await self.host.store.release_answers(row.id)
+        await self._store.release_answers(row.id)

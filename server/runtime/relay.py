@@ -1,91 +1,138 @@
 """SSE relays: committed events, as pre-formatted frames, from a sequence number to the end.
 
 Invariants:
-- A relay only ever sends rows read back from the outbox (commit before send); the live
-  stream and a replay are the same read.
+- A relay only ever sends rows read back from the outbox or handed over by its commit (commit
+  before send); the live stream and a replay are the same rows.
 - It never polls a response this process runs: it sleeps until the outbox announces a commit.
   For a response driven by another replica it wakes on PostgreSQL NOTIFY, with a slow timer as
   a safety net (SQLite: a short timer).
 - Each read becomes one write to the socket (frames joined), so per-event cost stays flat.
+- The HTTP layer sees only a `ResponseStream`: frames to send, and the end of the stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
 
 from ..protocol import events as ev
 from ..protocol.sse import frame
-from ..store import TERMINAL_STATUSES, Subscription
-from .sinks import MemorySink
+from ..store import TERMINAL_STATUSES, EventRow, Store, Subscription
+from .memory import MemorySink
+from .registry import RunRegistry
 
-if TYPE_CHECKING:
-    from .host import Host
+# Rows read from the table per batch.
+READ_BATCH = 2000
+# With cross-process wake-ups (PostgreSQL NOTIFY) a relay of a remote response re-checks this
+# often anyway.
+REMOTE_SAFETY_NET = 5.0
 
 
-async def relay_committed(
-    host: Host, response_id: str, after: int, sub: Subscription | None = None
-) -> AsyncIterator[bytes]:
-    """Committed events after `after`, as SSE frames, until the terminal event.
+def _frames(rows: list[EventRow]) -> bytes:
+    return b"".join(frame(r.type, r.seq, r.data) for r in rows)
 
-    `sub`: a subscription taken before the response was created (the creator's own stream),
-    so its first events come from the committed tail instead of a read. The relay closes it.
+
+class ResponseStream:
+    """The SSE body of one response: iterate it for frames; it ends after the terminal event.
+
+    `on_first` runs once the first frames are on their way (a creator's run starts then);
+    `on_abandoned` runs if the stream ends before the terminal event (the client went away:
+    a foreground run is cancelled).
     """
-    if sub is None or sub.closed:
-        sub = host.store.notifier.subscribe(response_id)
-    try:
-        last = after
-        check_store = True
+
+    def __init__(
+        self,
+        frames: AsyncIterator[bytes],
+        *,
+        on_first: Callable[[], None] | None = None,
+        on_abandoned: Callable[[], None] | None = None,
+    ) -> None:
+        self._frames = frames
+        self._on_first = on_first
+        self._on_abandoned = on_abandoned
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        finished = False
+        try:
+            async for chunk in self._frames:
+                yield chunk
+                if self._on_first is not None:
+                    on_first, self._on_first = self._on_first, None
+                    on_first()
+            finished = True
+        finally:
+            if not finished and self._on_abandoned is not None:
+                self._on_abandoned()
+
+
+class Relay:
+    def __init__(self, store: Store, registry: RunRegistry, *, remote_poll_seconds: float) -> None:
+        self._store = store
+        self._registry = registry
+        self._remote_poll = remote_poll_seconds
+
+    async def committed(
+        self, response_id: str, after: int, sub: Subscription | None = None
+    ) -> AsyncIterator[bytes]:
+        """Committed events after `after`, as SSE frames, until the terminal event.
+
+        `sub`: a subscription taken before the response was created (the creator's own stream),
+        so its first events come from the committed tail instead of a read. The relay closes it.
+        """
+        store, notifier = self._store, self._store.notifier
+        if sub is None or sub.closed:
+            sub = notifier.subscribe(response_id)
+        try:
+            last = after
+            check_store = True
+            while True:
+                if sub.clear():
+                    check_store = True
+                # The outbox keeps what it just committed for watched responses: same rows, no
+                # read. The table is read when the tail does not reach back far enough, or after
+                # a wake-up the tail cannot explain (rows committed by another path or process,
+                # a run that ended, the fallback timer).
+                rows = notifier.tail_after(response_id, last)
+                if rows is None or (not rows and check_store):
+                    rows = await store.read_events(response_id, last, limit=READ_BATCH)
+                check_store = False
+                if rows:
+                    yield _frames(rows)
+                    last = rows[-1].seq
+                    if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
+                        return
+                    continue
+                if self._registry.stream_should_end(response_id):
+                    return  # shutting down: the client resumes elsewhere with Last-Event-ID
+                local = self._registry.get(response_id) is not None
+                # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
+                fallback = REMOTE_SAFETY_NET if store.cross_process_wakeups else self._remote_poll
+                woke = await sub.wait(None if local else fallback)
+                check_store = not woke
+                if not woke and not local:
+                    row = await store.get_response(response_id, None)
+                    if row is None:
+                        return  # deleted
+                    if row.status in TERMINAL_STATUSES and row.lease_owner is None:
+                        # Terminal: one last read catches the terminal event if it was missed.
+                        tail = await store.read_events(response_id, last, limit=READ_BATCH)
+                        if tail:
+                            yield _frames(tail)
+                        return
+        finally:
+            sub.close()
+
+    async def memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
+        """A `store=false` response's events, from memory, until the terminal event."""
+        sent = 0
         while True:
-            if sub.clear():
-                check_store = True
-            # The outbox keeps what it just committed for watched responses: same rows, no read.
-            # The table is read when the tail does not reach back far enough, or after a wake-up
-            # the tail cannot explain (rows committed by another path or another process, a run
-            # that ended, the fallback timer).
-            rows = host.store.notifier.tail_after(response_id, last)
-            if rows is None or (not rows and check_store):
-                rows = await host.store.read_events(response_id, last, limit=2000)
-            check_store = False
+            sink.changed.clear()
+            rows = sink.events[sent:]
             if rows:
-                yield b"".join(frame(r.type, r.seq, r.data) for r in rows)
-                last = rows[-1].seq
+                sent += len(rows)
+                chunk = [r for r in rows if r.seq > after]
+                if chunk:
+                    yield _frames(chunk)
                 if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
                     return
                 continue
-            run = host.runs.get(response_id)
-            if host.draining.is_set() and (run is None or run.background):
-                return  # shutting down: the client resumes elsewhere with Last-Event-ID
-            local = run is not None
-            # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
-            fallback = 5.0 if host.store.cross_process_wakeups else host.settings.remote_poll_seconds
-            woke = await sub.wait(None if local else fallback)
-            check_store = not woke
-            if not woke and not local:
-                row = await host.store.get_response(response_id, None)
-                if row is None:
-                    return  # deleted
-                if row.status in TERMINAL_STATUSES and row.lease_owner is None:
-                    # Terminal: one last read catches the terminal event if it was missed.
-                    tail = await host.store.read_events(response_id, last, limit=2000)
-                    if tail:
-                        yield b"".join(frame(r.type, r.seq, r.data) for r in tail)
-                    return
-    finally:
-        sub.close()
-
-
-async def relay_memory(sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
-    sent = 0
-    while True:
-        sink.changed.clear()
-        rows = sink.events[sent:]
-        if rows:
-            sent += len(rows)
-            chunk = [frame(r.type, r.seq, r.data) for r in rows if r.seq > after]
-            if chunk:
-                yield b"".join(chunk)
-            if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
-                return
-            continue
-        await sink.changed.wait()
+            await sink.changed.wait()

@@ -1,8 +1,11 @@
-"""Where a run's events go: the SQL outbox (stored responses) or memory (`store=false`).
+"""Where a run's events go: the interface, and the SQL outbox's sink (stored responses).
+
+`store=false` responses have their own sink (`memory.MemorySink`), which writes nothing.
 
 Invariants:
-- The sink alone numbers events: `sequence_number` is assigned here, strictly increasing and
-  gap-free from the response's current position.
+- A run's events are numbered by its sink: `sequence_number` is assigned in `emit`, strictly
+  increasing and gap-free from the response's current position (the creation's first events
+  and recovery's position are numbered by those who write them, before the sink takes over).
 - `live` delivery hands events to the outbox as soon as the event loop is free (one write per
   burst of updates, coalesced with `call_soon`), so they are group-committed within
   milliseconds; `durable` delivery holds them until the next commit point (a checkpoint or
@@ -18,11 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from ..protocol import events as ev
 from ..protocol.sse import dumps
 from ..store import (
     CheckpointRow,
@@ -36,15 +39,24 @@ from ..store import (
 from .mapping import ClosedItem
 
 
-class Sink:
+class Sink(ABC):
     """Interface of a run's event destination."""
 
     seq: int
     failure: BaseException | None = None
+    # Live delivery: events are handed to the outbox as the loop frees, and the run commits
+    # what it holds when it has kept the loop too long (see `drive`).
+    live: bool = False
+    # Whether the workflow's executors are paced so each event reaches the stream as it is
+    # made (live streams and `store=false` streams; durable delivery shows nothing before the
+    # checkpoint anyway).
+    paced: bool = False
 
+    @abstractmethod
     def emit(self, event: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Number `event` and take it (serialized at once: the caller may reuse its dicts)."""
 
+    @abstractmethod
     def send(
         self,
         closed: Sequence[ClosedItem] = (),
@@ -61,7 +73,6 @@ class Sink:
         The returned future resolves once the write is committed. Raises the sink's failure if
         an earlier write of this sink failed: nothing may commit after a gap.
         """
-        raise NotImplementedError
 
     async def commit(
         self,
@@ -111,6 +122,7 @@ class SqlSink(Sink):
         self._owner = owner
         self._live = live
         self.live = live
+        self.paced = live
         self.seq = start_seq
         self._pending: list[EventRow] = []
         self._flush_scheduled = False
@@ -186,41 +198,4 @@ class SqlSink(Sink):
         fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
         self._inflight.append((asyncio.get_running_loop().time(), fut))
-        return fut
-
-
-class MemorySink(Sink):
-    """`store=false`: events live only as long as the response's stream (nothing is written)."""
-
-    def __init__(self, start_seq: int = 0) -> None:
-        self.seq = start_seq
-        self.events: list[EventRow] = []
-        self.closed_items: list[ClosedItem] = []
-        self.changed = asyncio.Event()
-        self.failure = None
-        self.done = False
-
-    def emit(self, event: dict[str, Any]) -> None:
-        event["sequence_number"] = self.seq
-        self.events.append(EventRow(self.seq, event["type"], dumps(event)))
-        self.seq += 1
-        if event["type"] in ev.TERMINAL_EVENT_TYPES:
-            self.done = True
-        self.changed.set()
-
-    def send(
-        self,
-        closed: Sequence[ClosedItem] = (),
-        *,
-        checkpoint: CheckpointRow | None = None,
-        pending: Sequence[PendingRequestRow] = (),
-        status: str | None = None,
-        finish: Finish | None = None,
-        prune: tuple[str, str | None] | None = None,
-        urgent: bool = False,
-    ) -> asyncio.Future[None]:
-        self.closed_items.extend(closed)
-        self.changed.set()
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        fut.set_result(None)
         return fut

@@ -215,9 +215,9 @@ def pg_url() -> Iterator[str]:
         pg_admin("SELECT 1")
     except Exception as exc:
         message = f"PostgreSQL not reachable at {PG_ADMIN}: {exc}"
-        if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message)
-        pytest.skip(reason=message)
+        if os.environ.get("DURABLE_RESPONSES_SKIP_POSTGRES") == "1":
+            pytest.skip(reason=f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
+        pytest.fail(f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1 skips the PostgreSQL half)")
     name = f"dr_container_{uuid.uuid4().hex[:12]}"
     pg_admin(f'CREATE DATABASE "{name}"')
     try:

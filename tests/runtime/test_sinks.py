@@ -9,7 +9,8 @@ import pytest
 
 from server.protocol import events as ev
 from server.protocol import items
-from server.runtime.sinks import MemorySink, SqlSink
+from server.runtime.memory import MemorySink
+from server.runtime.sinks import SqlSink
 from server.store import LeaseLost, Store
 from tests.store.helpers import checkpoint, event, owned
 

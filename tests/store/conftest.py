@@ -2,8 +2,8 @@
 
 PostgreSQL: one fresh database per test session (`dr_test_<hex>`), migrated once to head and
 emptied before every test; every database this session creates is dropped at the end, also
-when tests fail. When the server is unreachable the PostgreSQL cases are skipped, or fail when
-`DURABLE_RESPONSES_REQUIRE_POSTGRES=1` (CI).
+when tests fail. When the server is unreachable the PostgreSQL cases fail, or are skipped when
+`DURABLE_RESPONSES_SKIP_POSTGRES=1` (never in CI).
 
 SQLite: a temp file per test, copied from one template migrated once per session.
 """
@@ -83,9 +83,9 @@ async def pg_server() -> AsyncIterator[PgServer]:
     except Exception as exc:
         where = PG_ADMIN_URL.split("@")[-1]
         message = f"PostgreSQL not reachable at {where}: {type(exc).__name__}: {exc}"
-        if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(reason=message)
+        if os.environ.get("DURABLE_RESPONSES_SKIP_POSTGRES") == "1":
+            pytest.skip(reason=f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
+        pytest.fail(f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1 skips the PostgreSQL half)", pytrace=False)
     server = PgServer(admin)
     try:
         yield server

@@ -1,12 +1,13 @@
 """Fresh databases on the machine's PostgreSQL (created per test, dropped after).
 
-PostgreSQL is never skipped in CI: with DURABLE_RESPONSES_REQUIRE_POSTGRES=1 an unreachable
-server fails the test instead of skipping it.
+PostgreSQL is never skipped unless asked: an unreachable server fails the test, unless
+DURABLE_RESPONSES_SKIP_POSTGRES=1 (never in CI) says to skip it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import subprocess
 import sys
@@ -20,17 +21,17 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 PG_ADMIN = os.environ.get("DURABLE_RESPONSES_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def _pg_admin(sql: str) -> None:
+def _pg_admin(sql: str) -> list[tuple[object, ...]]:
     import asyncpg  # type: ignore[import-untyped]
 
-    async def run() -> None:
+    async def run() -> list[tuple[object, ...]]:
         conn = await asyncpg.connect(PG_ADMIN.replace("postgresql://", "postgres://"), timeout=5)
         try:
-            await conn.execute(sql)
+            return [tuple(r) for r in await conn.fetch(sql)]
         finally:
             await conn.close()
 
-    asyncio.run(run())
+    return asyncio.run(run())
 
 
 def _pg_reachable() -> str | None:
@@ -41,17 +42,78 @@ def _pg_reachable() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
-def new_pg_database() -> str:
+def _require_postgres() -> None:
+    """PostgreSQL is half of the suite: without it, fail, unless the user opted out."""
     problem = _pg_reachable()
-    if problem is not None:
-        msg = f"PostgreSQL not reachable at {PG_ADMIN}: {problem}"
-        if os.environ.get("DURABLE_RESPONSES_REQUIRE_POSTGRES") == "1":
-            pytest.fail(msg)
-        pytest.skip(reason=msg)
-    name = f"dr_e2e_{uuid.uuid4().hex[:12]}"
-    _pg_admin(f'CREATE DATABASE "{name}"')
-    base = PG_ADMIN.rsplit("/", 1)[0]
-    return f"{base}/{name}"
+    if problem is None:
+        return
+    msg = f"PostgreSQL not reachable at {PG_ADMIN}: {problem}"
+    if os.environ.get("DURABLE_RESPONSES_SKIP_POSTGRES") == "1":
+        pytest.skip(reason=f"{msg} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
+    pytest.fail(
+        f"{msg}. The PostgreSQL half of the suite needs it (set DURABLE_RESPONSES_TEST_PG to another "
+        "server, or DURABLE_RESPONSES_SKIP_POSTGRES=1 to skip those tests knowingly)."
+    )
+
+
+_PREFIX = f"dr_e2e_{os.getpid()}_"
+_template: str | None = None
+
+
+def _base() -> str:
+    return PG_ADMIN.rsplit("/", 1)[0]
+
+
+def _sweep_stale() -> None:
+    """Drop test databases left by test processes that died (their pid is in the name)."""
+    for (name,) in _pg_admin("SELECT datname FROM pg_database WHERE datname LIKE 'dr\\_e2e\\_%'"):
+        parts = str(name).split("_")
+        if len(parts) < 4 or not parts[2].isdigit():
+            continue
+        pid = int(parts[2])
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive: another test run's
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        drop_pg_database(f"{_base()}/{name}")
+
+
+def _template_database() -> str:
+    """A migrated database to copy (`CREATE DATABASE ... TEMPLATE`: ~50 ms instead of a
+    migration per test), made once per test process and dropped when it exits."""
+    global _template
+    if _template is None:
+        _sweep_stale()
+        name = f"{_PREFIX}template"
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}"')
+        _pg_admin(f'CREATE DATABASE "{name}"')
+        url = f"{_base()}/{name}"
+        subprocess.run(
+            [sys.executable, "-m", "server", "migrate", "--database-url", url],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        atexit.register(drop_pg_database, url)
+        _template = name
+    return _template
+
+
+def new_pg_database(*, migrated: bool = False) -> str:
+    """A fresh database on the machine's PostgreSQL (empty, or with the schema at head)."""
+    _require_postgres()
+    name = f"{_PREFIX}{uuid.uuid4().hex[:12]}"
+    if migrated:
+        _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{_template_database()}"')
+    else:
+        _pg_admin(f'CREATE DATABASE "{name}"')
+    return f"{_base()}/{name}"
 
 
 def drop_pg_database(url: str) -> None:
@@ -63,15 +125,8 @@ def drop_pg_database(url: str) -> None:
 
 
 def _migrated_pg() -> Iterator[str]:
-    url = new_pg_database()
+    url = new_pg_database(migrated=True)
     try:
-        subprocess.run(
-            [sys.executable, "-m", "server", "migrate", "--database-url", url],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
         yield url
     finally:
         from .servers import kill_servers_on

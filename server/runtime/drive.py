@@ -1,0 +1,173 @@
+"""Driving a run: call the app's public `agent.run(stream=True)` and feed its updates to the mapper.
+
+Invariants:
+- The app is always entered through its own `agent.run(...)` (first run, continuation and
+  recovery alike), so a `WorkflowAgent` subclass that overrides `run()` sees every entry.
+- A failed write or save stops the drive: the sink's and the pairing's failures are checked
+  after every update (the framework swallows exceptions from `save()`).
+- Live streams keep pace with the workflow: the first output is committed at once; a run that
+  keeps the loop to itself for `yield_every` (or whose writes lag that long) commits what it
+  holds and waits, its executors held meanwhile (`pace`), so what a client sees follows what
+  the workflow does and SQLite's writer thread is not starved of the GIL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol import events as ev
+from ..protocol.response import build_response
+from ._af_private import pace_events
+from .pairing import Pairing
+from .plan import RunPlan, RunSpec
+from .sinks import Sink
+
+
+class _Hogging:
+    """Whether the calling task has kept the event loop to itself for `limit` seconds.
+
+    A callback queued with `call_soon` runs only once the loop turns; until it has run, the
+    task has not suspended since it was queued. Costs a `call_soon` per check while the loop
+    does turn, and nothing more.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: float) -> None:
+        self._loop = loop
+        self._limit = limit
+        self._turned = False
+        self._since = 0.0
+        self.reset()
+
+    def _turn(self) -> None:
+        self._turned = True
+
+    def reset(self) -> None:
+        self._turned = False
+        self._since = self._loop.time()
+        self._loop.call_soon(self._turn)
+
+    def __call__(self) -> bool:
+        if self._turned:
+            self.reset()
+            return False
+        return self._loop.time() - self._since > self._limit
+
+
+class Driver:
+    def __init__(
+        self,
+        spec: RunSpec,
+        plan: RunPlan,
+        sink: Sink,
+        pairing: Pairing,
+        *,
+        build_agent: Callable[[], Any],
+        is_workflow: bool,
+        yield_every: float,
+    ) -> None:
+        self._spec = spec
+        self._plan = plan
+        self._sink = sink
+        self._pairing = pairing
+        self._mapper = pairing.mapper
+        # Built when the run starts, off the creation path (a workflow's build is not free);
+        # a factory that fails fails the response instead of the request.
+        self._build_agent = build_agent
+        self._is_workflow = is_workflow
+        self._yield_every = yield_every
+        # Set while the run waits for a commit of what a live stream holds (`_commit_held`):
+        # the workflow's executors wait at their next event until it resolves (`_pace`).
+        self._holding: asyncio.Future[None] | None = None
+        self._paced_at = -math.inf  # loop time of the last turn `_pace` gave
+        # `_pace` gives a turn after every event until the run has the first output (its
+        # latency is the one a client sees), then at most every `yield_every` (a turn per event
+        # made a 1000-output superstep ~15% slower end to end).
+        self._pace_every = 0.0
+
+    async def drive(self) -> None:
+        spec, plan, sink = self._spec, self._plan, self._sink
+        if spec.queued:
+            snapshot = build_response(
+                spec.request,
+                response_id=spec.response_id,
+                status="in_progress",
+                created_at=int(spec.created_at),
+            )
+            sink.emit(ev.response_in_progress(snapshot))
+            # Not awaited: the transition rides with the next commit (order is kept), so the
+            # agent starts at once.
+            sink.send(status="in_progress")
+        agent = self._build_agent()
+        kwargs: dict[str, Any] = {"stream": True}
+        if self._is_workflow:
+            kwargs["checkpoint_storage"] = self._pairing.storage
+            if plan.checkpoint_id is not None:
+                kwargs["checkpoint_id"] = plan.checkpoint_id
+        if plan.tools:
+            kwargs["tools"] = plan.tools
+        live = sink.live
+        if self._is_workflow and sink.paced:
+            # Each event of an executor reaches the stream when it is made, not when the
+            # executor's handler returns.
+            pace_events(agent, self._pace)
+        stream = agent.run(plan.messages or None, **kwargs)
+        hogging = _Hogging(asyncio.get_running_loop(), self._yield_every)
+        mapper = self._mapper
+        first_output_at = mapper.next_output_index
+        first_output = True
+        async for update in stream:
+            self._check()
+            mapper.feed(update)
+            if first_output and mapper.next_output_index > first_output_at:
+                first_output = False
+                self._pace_every = self._yield_every
+                if live:
+                    # Live delivery: commit the first output at once, before the agent's burst.
+                    await self._commit_held()
+                    hogging.reset()
+            elif hogging() or (live and sink.lagging(self._yield_every)):
+                # The agent hands over updates faster than it suspends (a burst), or faster
+                # than the outbox commits them (SQLite's writer thread needs the GIL at every
+                # step of a commit, which a busy loop gives it only every switch interval).
+                # Live: wait for what is held to commit, the executors held too (the relays
+                # go out first), so the stream keeps pace with the run. Durable: nothing to
+                # show before the checkpoint; just a turn.
+                if live:
+                    await self._commit_held()
+                else:
+                    await asyncio.sleep(0)
+                hogging.reset()
+        self._check()
+
+    def _check(self) -> None:
+        if self._sink.failure is not None:
+            raise self._sink.failure
+        self._pairing.check()
+
+    async def _commit_held(self) -> None:
+        """Commit what the sink holds and wait for it; executors wait meanwhile (`_pace`)."""
+        holding: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._holding = holding
+        try:
+            await self._sink.commit()
+        finally:
+            self._holding = None
+            if not holding.done():
+                holding.set_result(None)
+
+    async def _pace(self) -> None:
+        """Awaited by the workflow after each event it emits (`pace_events`): a loop turn, so
+        the run takes the event at once; or, while the run waits for a commit, that commit (a
+        busy loop would starve SQLite's writer thread and stretch the wait)."""
+        holding = self._holding
+        if holding is not None:
+            # `wait` does not cancel `holding` if this executor is cancelled.
+            await asyncio.wait((holding,))
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._paced_at >= self._pace_every:
+            await asyncio.sleep(0)
+            self._paced_at = loop.time()

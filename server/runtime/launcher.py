@@ -1,0 +1,142 @@
+"""The launcher: builds a run from its spec and plan, registers it, starts it. Creation and
+recovery both launch through here, so a run is built one way.
+
+Invariants:
+- Every run gets a freshly built agent (`HostedApp.build`, called when the run starts).
+- A stored run's sink is fenced by this process's lease (`owner`); a `store=false` run gets
+  the memory sink and storage pair and writes nothing.
+- A run is registered before it starts and leaves the registry when it ends; relays waiting on
+  it re-check then (it may have ended without a commit).
+- A stored response that ends `failed` or `cancelled` re-opens the pending requests it had
+  answered, so the client can send the same reply again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..store import Store
+from .apps import HostedApp
+from .checkpoint_storage import SqlCheckpointStorage
+from .drive import Driver
+from .ending import Ending
+from .mapping import ItemMapper
+from .memory import MemoryPairing, MemorySink
+from .pairing import SqlPairing
+from .plan import RunPlan, RunSpec
+from .registry import RunRegistry
+from .run import ResponseRun
+from .settings import Delivery, RuntimeSettings
+from .sinks import SqlSink
+
+log = logging.getLogger("durable_responses.launcher")
+
+# How long a streaming creator's run waits for its relay to send `response.created` before it
+# starts anyway (an agent that hogs the loop must not hold back the first bytes).
+START_AT_MOST = 0.05
+
+
+class Launcher:
+    def __init__(
+        self, store: Store, app: HostedApp, settings: RuntimeSettings, registry: RunRegistry, owner: str
+    ) -> None:
+        self._store = store
+        self._app = app
+        self._settings = settings
+        self._registry = registry
+        self.owner = owner
+        self._background: set[asyncio.Task[None]] = set()
+
+    def sink(self, response_id: str, start_seq: int, delivery: Delivery | str | None = None) -> SqlSink:
+        """The sink a stored run of `response_id` writes through, from `start_seq` on."""
+        live = (delivery or self._settings.delivery) == Delivery.LIVE
+        return SqlSink(self._store, response_id, self.owner, live=live, start_seq=start_seq)
+
+    def launch(
+        self,
+        spec: RunSpec,
+        plan: RunPlan,
+        *,
+        sink: SqlSink,
+        next_index: int = 0,
+        defer: bool = False,
+    ) -> ResponseRun:
+        """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`)."""
+        mapper = ItemMapper(
+            spec.response_id, sink.emit, next_output_index=next_index, announced_calls=plan.announced_calls
+        )
+        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
+        run = ResponseRun(
+            spec,
+            sink=sink,
+            driver=self._driver(spec, plan, sink, pairing),
+            ending=Ending(spec, sink, pairing, self._store.output_items),
+            hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
+        )
+        run.on_finished.append(self._after_stored_run)
+        return self._start(run, defer)
+
+    def launch_in_memory(self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool) -> ResponseRun:
+        """Start the run of a `store=false` response (nothing is written)."""
+        mapper = ItemMapper(spec.response_id, sink.emit)
+
+        async def stored_checkpoint(checkpoint_id: str):  # type: ignore[no-untyped-def]
+            # A store=false turn may continue a stored workflow: read only.
+            reader = SqlCheckpointStorage(
+                self._store,
+                user_id=spec.user_id,
+                lineage=spec.lineage,
+                response_id=spec.response_id,
+                allowed_types=self._settings.checkpoint_types,
+            )
+            return await reader.load(checkpoint_id)
+
+        pairing = MemoryPairing(mapper, sink, stored_checkpoint)
+
+        async def nothing_to_release() -> None:
+            return None
+
+        run = ResponseRun(
+            spec,
+            sink=sink,
+            driver=self._driver(spec, plan, sink, pairing),
+            ending=Ending(spec, sink, pairing, None),
+            hand_over=nothing_to_release,
+        )
+        return self._start(run, defer)
+
+    def _driver(
+        self, spec: RunSpec, plan: RunPlan, sink: SqlSink | MemorySink, pairing: SqlPairing | MemoryPairing
+    ) -> Driver:
+        return Driver(
+            spec,
+            plan,
+            sink,
+            pairing,
+            build_agent=self._app.build,
+            is_workflow=self._app.is_workflow,
+            yield_every=self._settings.yield_every,
+        )
+
+    def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:
+        self._registry.add(run)
+        run.on_finished.append(lambda r: self._store.notifier.publish(r.response_id))
+        if defer:
+            run.start_soon(START_AT_MOST)
+        else:
+            run.start()
+        return run
+
+    def _after_stored_run(self, run: ResponseRun) -> None:
+        if run.final_status in ("failed", "cancelled"):
+            task = asyncio.get_running_loop().create_task(self._release_answers(run.response_id))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _release_answers(self, response_id: str) -> None:
+        # (Checkpoints were pruned in the run's final transaction.)
+        try:
+            await self._store.release_answers(response_id)
+        except Exception:
+            log.exception("response %s: clean-up after the run failed", response_id)

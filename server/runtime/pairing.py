@@ -1,0 +1,120 @@
+"""The pairing: every checkpoint committed with the items it closes and the events before it.
+
+Invariants:
+- When the framework saves checkpoint C (after the host took every update of the superstep),
+  the items still open are closed `completed` and handed to the sink in the same write as C's
+  row, behind every event handed over before: C commits with its outputs or not at all.
+- Saves are pipelined: the next supersteps run while C commits; a save waits only once
+  `CHECKPOINT_PIPELINE` writes are in flight (back-pressure). Reads of this run's checkpoints
+  wait for its writes first (`settle`), so a read never misses a checkpoint it saved.
+- The framework swallows exceptions from `save()`; the storage keeps the failure and the run
+  raises it itself (`check`).
+
+`store=false` runs pair the same way in memory (`memory.MemoryPairing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from agent_framework import WorkflowCheckpoint
+
+from ..store import Store
+from .checkpoint_storage import SqlCheckpointStorage
+from .mapping import ClosedItem, ItemMapper
+from .plan import RunPlan, RunSpec
+from .sinks import Sink
+
+# Checkpoint writes a run may have in flight before a save waits (see `SqlPairing.on_save`).
+CHECKPOINT_PIPELINE = 4
+
+
+class CheckpointSaveFailed(Exception):
+    """The framework swallowed a failed `save()`; the host stops the run instead."""
+
+
+class Pairing(ABC):
+    """A run's checkpoint storage and what it closed (the interface both kinds share)."""
+
+    def __init__(self, mapper: ItemMapper) -> None:
+        self.mapper = mapper
+        self.closed: list[ClosedItem] = []  # every item this run closed, in order
+        self.last_checkpoint: WorkflowCheckpoint | None = None
+
+    @property
+    @abstractmethod
+    def storage(self) -> Any:
+        """The `CheckpointStorage` the run hands to `agent.run`."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Raise `CheckpointSaveFailed` if a save failed (the framework swallowed it)."""
+
+    def close_open(self, status: str) -> list[ClosedItem]:
+        """Close every open item (emitting its closing events) and remember it."""
+        closed = self.mapper.close_all(status)
+        self.closed.extend(closed)
+        return closed
+
+
+class SqlPairing(Pairing):
+    def __init__(
+        self,
+        store: Store,
+        spec: RunSpec,
+        plan: RunPlan,
+        sink: Sink,
+        mapper: ItemMapper,
+        allowed_types: Iterable[str],
+    ) -> None:
+        super().__init__(mapper)
+        self._sink = sink
+        self._writes: deque[asyncio.Future[None]] = deque()
+        self._storage = SqlCheckpointStorage(
+            store,
+            user_id=spec.user_id,
+            lineage=spec.lineage,
+            response_id=spec.response_id,
+            allowed_types=allowed_types,
+            on_save=self._on_save,
+            settle=self._settle,
+        )
+        # A continuation restores a checkpoint, then delivers its input: what it saves before
+        # the input reaches the workflow is marked, so recovery delivers the input again.
+        self._storage.awaiting_input = plan.checkpoint_id is not None and bool(plan.messages)
+
+    @property
+    def storage(self) -> SqlCheckpointStorage:
+        return self._storage
+
+    def check(self) -> None:
+        failure = self._storage.failure
+        if failure is not None:
+            # A checkpoint that could not be encoded (e.g. a type not on the allow-list).
+            raise CheckpointSaveFailed(f"the workflow checkpoint could not be saved: {failure}") from failure
+
+    async def _on_save(self, checkpoint: WorkflowCheckpoint, data: str) -> None:
+        """Close this superstep's items and commit them with the checkpoint (one write).
+
+        The pairing does not depend on waiting: the checkpoint, its closed items and the events
+        before it are one write, and writes commit in order; a failed write surfaces at most
+        `CHECKPOINT_PIPELINE` supersteps later, and recovery resumes from the newest checkpoint
+        that did commit. Overlapping commits are group-committed (one fsync for several).
+        """
+        closed = self.close_open("completed")
+        row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
+        write = self._sink.send(closed, checkpoint=row, urgent=True)
+        self.last_checkpoint = checkpoint
+        writes = self._writes
+        writes.append(write)
+        while writes and (writes[0].done() or len(writes) > CHECKPOINT_PIPELINE):
+            await asyncio.shield(writes.popleft())  # raises if that write failed
+
+    async def _settle(self) -> None:
+        """Wait until this run's checkpoints are committed (before reading checkpoints)."""
+        if self._writes:
+            await asyncio.shield(self._writes[-1])

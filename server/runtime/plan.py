@@ -1,0 +1,47 @@
+"""What a run is: the response it drives (`RunSpec`) and how it enters the app (`RunPlan`).
+
+Invariant: both are plain data derived from stored rows and the request only, so recovery
+rebuilds exactly the spec and plan a first run had (continuations: `continuation.Continuations`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_framework import Message
+
+from ..protocol.request import CreateRequest
+
+
+@dataclass
+class RunPlan:
+    """What to call `agent.run` with: restore a checkpoint, give messages, or both."""
+
+    messages: list[Message]
+    checkpoint_id: str | None = None
+    tools: list[Any] = field(default_factory=list)
+    # call_ids of request_info calls the response already announced (see `ItemMapper`).
+    announced_calls: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """The response a run drives."""
+
+    response_id: str
+    user_id: str
+    created_at: float
+    request: CreateRequest
+    background: bool
+    # A conversation's turns share checkpoints: `conv:<id>`; otherwise `resp:<response id>`.
+    lineage: str
+    # Still `queued` (background): the run announces `in_progress` first.
+    queued: bool = False
+    # Whether every output item of the response will be closed by this run (a first run):
+    # the final output then needs no read of the items table.
+    all_output_here: bool = True
+
+
+def lineage_for(req: CreateRequest, response_id: str) -> str:
+    return f"conv:{req.conversation_id}" if req.conversation_id else f"resp:{response_id}"

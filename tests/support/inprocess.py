@@ -1,0 +1,129 @@
+"""The real server in the test's own process: `server.build(settings)` under uvicorn, on a free
+loopback port, in a thread with its own event loop (uvloop, as `serve` runs it).
+
+For runtime and protocol behaviour that needs no process to die: no interpreter start-up, no
+app import per test, no polling of a subprocess's readiness. Clients (the real `openai` SDK,
+httpx) talk to it over real TCP, exactly as they talk to `durable-responses serve`.
+Tests that `kill -9` a server use `servers.ServerProcess` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import uvicorn
+
+from server.service import build
+from server.settings import Settings
+
+from .servers import free_port
+
+# What every test server runs with unless the test says otherwise: short leases and sweeps so
+# recovery and shutdown take fractions of a second.
+TEST_ENV: dict[str, str] = {
+    "DURABLE_RESPONSES_LEASE_SECONDS": "2",
+    "DURABLE_RESPONSES_RECOVERY_INTERVAL": "0.5",
+    "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
+}
+
+
+class InProcessServer:
+    def __init__(
+        self,
+        database_url: str,
+        app: str | None = None,
+        *,
+        delivery: str = "live",
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+    ) -> None:
+        self.database_url = database_url
+        self.port = port or free_port()
+        environ = {**TEST_ENV, **(env or {})}
+        environ.update(
+            {
+                "DATABASE_URL": database_url,
+                "DURABLE_RESPONSES_DELIVERY": delivery,
+                "PORT": str(self.port),
+                "HOST": "127.0.0.1",
+            }
+        )
+        if app:
+            environ["DURABLE_RESPONSES_APP"] = app
+        self.settings = Settings.from_env(environ)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.service: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> InProcessServer:
+        self.service = build(self.settings)
+        config = uvicorn.Config(
+            self.service.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=int(self.settings.runtime.shutdown_grace_seconds) + 5,
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        loop_factory = config.get_loop_factory()
+
+        def serve() -> None:
+            try:
+                with asyncio.Runner(loop_factory=loop_factory) as runner:
+                    self._loop = runner.get_loop()
+                    runner.run(server.serve())
+            except BaseException as exc:  # surfaced by start()/stop()
+                self._error = exc
+
+        self._thread = threading.Thread(target=serve, name=f"server-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if self._error is not None or not self._thread.is_alive():
+                raise RuntimeError(f"in-process server failed to start: {self._error!r}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("in-process server did not start in time")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 30) -> None:
+        """A graceful stop, as SIGTERM gives `serve` (the host drains, then releases its leases)."""
+        if self._server is None or self._thread is None:
+            return
+        if self._loop is not None and self._loop.is_running():
+            # As `serve`'s signal handler does: the drain starts at once (uvicorn waits for open
+            # streams before it runs the app's shutdown).
+            self._loop.call_soon_threadsafe(self.service.host.begin_shutdown)
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(10)
+        self._server = None
+        if self._error is not None and not isinstance(self._error, SystemExit | KeyboardInterrupt):
+            raise RuntimeError(f"in-process server crashed: {self._error!r}") from self._error
+
+    def client(self, **kwargs: Any) -> Any:
+        from openai import OpenAI
+
+        kwargs.setdefault("max_retries", 0)
+        kwargs.setdefault("timeout", 60)
+        return OpenAI(base_url=self.base_url, api_key="test-key", **kwargs)
+
+    def __enter__(self) -> InProcessServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
