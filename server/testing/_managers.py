@@ -22,11 +22,12 @@ MAGENTIC_PLAN_MARKER = "please devise a short bullet-point plan"
 MAGENTIC_PLAN_UPDATE_MARKER = "come up with a new plan"
 MAGENTIC_LEDGER_MARKER = '"is_request_satisfied"'
 MAGENTIC_FINAL_MARKER = "provide the final answer to the original request"
-# Every Magentic instruction this fake writes contains this phrase: the rounds are counted by it.
+# Every Magentic instruction this fake writes is "<name>" + this phrase: the rounds are counted by it.
 INSTRUCTION_PHRASE = ", please do your part of the task"
 
 _SELECT_FROM = re.compile(r"\(select from: ([^)]*)\)")
 _TEAM_LINE = re.compile(r"^- ([^:\n]+):", re.MULTILINE)
+_INSTRUCTION = re.compile(r"^[\w-]+" + re.escape(INSTRUCTION_PHRASE))
 _TASK = re.compile(r"(?:following request:|following task:)\s*\n+(.*?)\n\s*\n", re.DOTALL)
 
 
@@ -58,7 +59,7 @@ def _task_of(text: str) -> str:
 def _group_chat(prompt: Prompt, text: str) -> str:
     listing = text.split(_GROUP_CHAT_LIST, 1)[1] if _GROUP_CHAT_LIST in text else ""
     names = [line.split(":", 1)[0].strip() for line in listing.splitlines() if ":" in line]
-    done = sum(1 for t in prompt.dialogue[:-1] if t.role == "user" and GROUP_CHAT_MARKER in t.text)
+    done = sum(1 for t in prompt.dialogue[:-1] if t.role == "user" and t.text.startswith(GROUP_CHAT_MARKER))
     if done < len(names):
         answer = {
             "terminate": False,
@@ -79,7 +80,7 @@ def _group_chat(prompt: Prompt, text: str) -> str:
 def _progress_ledger(prompt: Prompt, text: str) -> str:
     match = _SELECT_FROM.search(text)
     names = [n.strip() for n in match.group(1).split(",") if n.strip()] if match else []
-    done = sum(1 for t in prompt.dialogue if t.role == "assistant" and INSTRUCTION_PHRASE in t.text)
+    done = sum(1 for t in prompt.dialogue if t.role == "assistant" and _INSTRUCTION.match(t.text))
     satisfied = done >= len(names)
     speaker = names[min(done, len(names) - 1)] if names else ""
     instruction = "" if satisfied else f"{speaker}{INSTRUCTION_PHRASE}: {_task_of(text)}"

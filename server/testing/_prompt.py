@@ -3,6 +3,8 @@
 `parse_chat` reads a chat-completions body, `parse_responses` a Responses body (with the items of
 the `previous_response_id` chain already resolved by the caller). Both give a `Prompt`: the system
 text, the turns in order, the declared function tools and the few options the reply rules read.
+Tool calls and results must pair up as OpenAI requires (`check_tool_pairing`): a conversation
+OpenAI would refuse with a 400 is refused here too, so tests see what production would.
 Invariant: parsing is pure; ids the client chose (call ids) are kept, nothing else is invented.
 """
 
@@ -65,9 +67,10 @@ class Prompt:
         return tuple(t for t in self.turns if t.role not in ("system", "developer"))
 
     def latest_user_index(self) -> int:
+        """The last user message with text (a message that only carries, say, an approval has none)."""
         turns = self.dialogue
         for i in range(len(turns) - 1, -1, -1):
-            if turns[i].role == "user":
+            if turns[i].role == "user" and turns[i].text.strip():
                 return i
         return -1
 
@@ -89,7 +92,45 @@ class Prompt:
 
 
 class PromptError(ValueError):
-    """The request body is not one this fake understands (answered with a 400)."""
+    """A request OpenAI would refuse, or one this fake does not understand (answered with a 400)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def check_tool_pairing(turns: Sequence[Turn], api: Api) -> None:
+    """Refuse what OpenAI refuses: a tool result that answers no call just before it, or a call
+    left without its result when the conversation goes on (or ends)."""
+    expected: set[str] = set()
+    pending: list[str] = []
+    for i, turn in enumerate(turns):
+        if turn.role == "tool":
+            if turn.tool_call_id not in expected:
+                if api == "chat":
+                    raise PromptError(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        "message with 'tool_calls'.",
+                        f"messages.[{i}].role",
+                    )
+                raise PromptError(
+                    f"No tool call found for function call output with call_id {turn.tool_call_id}.", "input"
+                )
+            pending = [p for p in pending if p != turn.tool_call_id]
+            continue
+        if pending:
+            break
+        expected = {c.call_id for c in turn.tool_calls}
+        pending = [c.call_id for c in turn.tool_calls]
+    if pending:
+        if api == "chat":
+            raise PromptError(
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                "'tool_call_id'. The following tool_call_ids did not have response messages: "
+                + ", ".join(pending),
+                "messages",
+            )
+        raise PromptError(f"No tool output found for function call {pending[0]}.", "input")
 
 
 def _text_of(content: Any) -> str:
@@ -150,6 +191,7 @@ def parse_chat(body: Mapping[str, Any]) -> Prompt:
         )
     if not turns:
         raise PromptError("'messages' must not be empty")
+    check_tool_pairing(turns, "chat")
     tools = tuple(
         ToolSpec(
             name=str(f.get("name") or ""),
@@ -226,6 +268,7 @@ def parse_responses(body: Mapping[str, Any], history: Sequence[Mapping[str, Any]
     turns = _turns_from_items(items)
     if not turns:
         raise PromptError("'input' must not be empty")
+    check_tool_pairing(turns, "responses")
     tools = tuple(
         ToolSpec(
             name=str(t.get("name") or ""),

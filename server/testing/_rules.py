@@ -44,7 +44,7 @@ MAX_TOKENS = 100_000
 @dataclass(frozen=True)
 class ModelError:
     status: int
-    code: str
+    code: str | None
     type: str
     message: str
     param: str | None = None

@@ -17,7 +17,10 @@ name is in the latest user text, text quoting tool results, handoffs, GroupChat 
 manager answers, reasoning, `model_error:<code>` errors, `tokens=N` long replies); ids and
 timestamps are fresh on every call. The Responses API keeps every stored response in memory so
 `previous_response_id` resolves, as agent-framework's `OpenAIChatClient` uses it within a run.
-Errors carry `x-should-retry: false`, so the SDK does not retry what would fail again.
+A conversation OpenAI refuses (a tool result that answers no call, a call left without its
+result) gets OpenAI's 400 and is kept in `fake.refused`, not in `fake.calls`. Errors carry
+`x-should-retry: false`, so the SDK does not retry what would fail again. `fake.env(api)` gives
+the `FAKE_MODEL_URL` / `FAKE_MODEL_API` environment the scenario apps in tests/agents read.
 Command line: `python -m server.testing.fake_model --port P [--host H] [--token-delay-ms N]`.
 Invariant: every request is recorded before its reply is sent; `FakeCall.finished` turns true
 only once the whole reply (and its usage) has been written.
@@ -26,248 +29,16 @@ only once the whole reply (and its usage) has been written.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import socket
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, cast
 
 import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
-from . import _chat_wire, _responses_wire
-from ._prompt import Api, Prompt, PromptError, parse_chat, parse_responses, responses_input_items
-from ._rules import ModelError, Reply, Usage, agent_name, reply_for
+from ._app import FakeCall, FakeModelState, RefusedCall, create_app
+from ._rules import Usage
 
-__all__ = ["FakeCall", "FakeModel", "FakeModelState", "create_app", "main"]
-
-MODEL_ID = "fake-model"
-
-
-@dataclass
-class FakeCall:
-    """One model call: what came in and what the fake answered (`usage` is what it reported)."""
-
-    index: int
-    api: Api
-    stream: bool
-    request: dict[str, Any]
-    prompt: Prompt
-    reply: Reply
-    status: int
-    response_id: str
-    usage: Usage | None
-    agent: str | None
-    finished: bool = False
-
-    @property
-    def error(self) -> ModelError | None:
-        return self.reply.error
-
-    @property
-    def tool_calls(self) -> list[str]:
-        return [c.name for c in self.reply.calls]
-
-
-@dataclass
-class FakeModelState:
-    """What one fake server holds: the per-token delay, the call log and stored responses."""
-
-    token_delay: float = 0.0
-    calls: list[FakeCall] = field(default_factory=list)
-    stored: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, **kwargs: Any) -> FakeCall:
-        with self.lock:
-            call = FakeCall(index=len(self.calls), **kwargs)
-            self.calls.append(call)
-            return call
-
-
-def _error_response(error: ModelError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status, headers={"x-should-retry": "false"})
-
-
-def _bad_request(message: str, code: str = "invalid_request_error", param: str | None = None) -> JSONResponse:
-    return _error_response(ModelError(400, code, "invalid_request_error", message, param))
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except ValueError as exc:
-        raise PromptError(f"the body is not JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise PromptError("the body must be a JSON object")
-    return cast(dict[str, Any], body)
-
-
-def _new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex
-
-
-async def _stream(
-    state: FakeModelState, call: FakeCall, frames: Iterator[tuple[str, bool]]
-) -> AsyncIterator[str]:
-    for frame, is_token in frames:
-        if is_token and state.token_delay > 0:
-            await asyncio.sleep(state.token_delay)
-        yield frame
-    call.finished = True
-
-
-def _sse_response(state: FakeModelState, call: FakeCall, frames: Iterator[tuple[str, bool]]) -> Response:
-    headers = {"cache-control": "no-cache", "x-request-id": _new_id("req_")}
-    return StreamingResponse(_stream(state, call, frames), media_type="text/event-stream", headers=headers)
-
-
-def _chat_handler(state: FakeModelState) -> Callable[[Request], Any]:
-    async def handle(request: Request) -> Response:
-        try:
-            body = await _json_body(request)
-            prompt = parse_chat(body)
-        except PromptError as exc:
-            return _bad_request(str(exc))
-        reply = reply_for(prompt)
-        completion_id = _new_id("chatcmpl-")
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        reported = reply.usage if reply.error is None and (not prompt.stream or include_usage) else None
-        call = state.record(
-            api="chat",
-            stream=prompt.stream,
-            request=body,
-            prompt=prompt,
-            reply=reply,
-            status=reply.error.status if reply.error else 200,
-            response_id=completion_id,
-            usage=reported,
-            agent=agent_name(prompt),
-        )
-        if reply.error is not None:
-            call.finished = True
-            return _error_response(reply.error)
-        call_ids = [_new_id("call_")[:29] for _ in reply.calls]
-        created = int(time.time())
-        model = prompt.model
-        if not prompt.stream:
-            call.finished = True
-            return JSONResponse(
-                _chat_wire.completion(
-                    reply, model=model, completion_id=completion_id, created=created, call_ids=call_ids
-                )
-            )
-        chunks = _chat_wire.chunks(
-            reply,
-            model=model,
-            completion_id=completion_id,
-            created=created,
-            call_ids=call_ids,
-            include_usage=include_usage,
-        )
-        frames = ((f"data: {json.dumps(c)}\n\n", tok) for c, tok in chunks)
-        done = iter([("data: [DONE]\n\n", False)])
-        return _sse_response(state, call, _chain(frames, done))
-
-    return handle
-
-
-def _chain(*parts: Iterator[tuple[str, bool]]) -> Iterator[tuple[str, bool]]:
-    for part in parts:
-        yield from part
-
-
-def _responses_handler(state: FakeModelState) -> Callable[[Request], Any]:
-    async def handle(request: Request) -> Response:
-        try:
-            body = await _json_body(request)
-            previous = body.get("previous_response_id")
-            if body.get("conversation"):
-                return _bad_request("conversations are not supported by the fake model", param="conversation")
-            history: list[Mapping[str, Any]] = []
-            if previous:
-                with state.lock:
-                    found = state.stored.get(str(previous))
-                if found is None:
-                    return _bad_request(
-                        f"Previous response with id '{previous}' not found.",
-                        code="previous_response_not_found",
-                        param="previous_response_id",
-                    )
-                history = list(found)
-            prompt = parse_responses(body, history)
-        except PromptError as exc:
-            return _bad_request(str(exc))
-        reply = reply_for(prompt)
-        ids = _responses_wire.Ids(
-            response=_new_id("resp_"),
-            reasoning=_new_id("rs_"),
-            message=_new_id("msg_"),
-            calls=tuple((_new_id("fc_"), _new_id("call_")[:29]) for _ in reply.calls),
-        )
-        call = state.record(
-            api="responses",
-            stream=prompt.stream,
-            request=body,
-            prompt=prompt,
-            reply=reply,
-            status=reply.error.status if reply.error else 200,
-            response_id=ids.response,
-            usage=reply.usage if reply.error is None else None,
-            agent=agent_name(prompt),
-        )
-        if reply.error is not None:
-            call.finished = True
-            return _error_response(reply.error)
-        include = prompt.include
-        output = _responses_wire.output_items(reply, ids, include)
-        if body.get("store", True) is not False:
-            with state.lock:
-                state.stored[ids.response] = [*history, *responses_input_items(body), *output]
-        created = int(time.time())
-        if not prompt.stream:
-            call.finished = True
-            obj = _responses_wire.response_object(
-                body,
-                response_id=ids.response,
-                created_at=created,
-                status="completed",
-                output=output,
-                usage=reply.usage,
-            )
-            return JSONResponse(obj)
-        events = _responses_wire.events(body, reply, ids, created_at=created, include=include)
-        frames = ((f"event: {e['type']}\ndata: {json.dumps(e)}\n\n", tok) for e, tok in events)
-        return _sse_response(state, call, frames)
-
-    return handle
-
-
-async def _models(request: Request) -> Response:
-    model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "durable-responses"}
-    return JSONResponse({"object": "list", "data": [model]})
-
-
-def create_app(state: FakeModelState | None = None) -> Starlette:
-    """The fake's ASGI app over `state` (a fresh one if not given)."""
-    state = state or FakeModelState()
-    routes: list[Route] = []
-    for prefix in ("/v1", ""):
-        routes += [
-            Route(f"{prefix}/chat/completions", _chat_handler(state), methods=["POST"]),
-            Route(f"{prefix}/responses", _responses_handler(state), methods=["POST"]),
-            Route(f"{prefix}/models", _models, methods=["GET"]),
-        ]
-    app = Starlette(routes=routes)
-    app.state.fake = state
-    return app
+__all__ = ["FakeCall", "FakeModel", "FakeModelState", "RefusedCall", "create_app", "main"]
 
 
 class FakeModel:
@@ -302,6 +73,12 @@ class FakeModel:
         with self.state.lock:
             return list(self.state.calls)
 
+    @property
+    def refused(self) -> list[RefusedCall]:
+        """Requests refused with a 400 before any reply (e.g. a tool result that answers no call)."""
+        with self.state.lock:
+            return list(self.state.refused)
+
     def mark(self) -> int:
         """The number of calls so far: pass it as `since=` to look only at later calls."""
         with self.state.lock:
@@ -322,6 +99,7 @@ class FakeModel:
         """Forget every call and stored response."""
         with self.state.lock:
             self.state.calls.clear()
+            self.state.refused.clear()
             self.state.stored.clear()
 
     def env(self, api: str = "chat") -> dict[str, str]:

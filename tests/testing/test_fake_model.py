@@ -350,3 +350,28 @@ def test_command_line_serves_the_fake() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_tool_result_without_its_call_is_refused_as_openai_does(fake: FakeModel, api: str) -> None:
+    sdk = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+    refused = len(fake.refused)
+    with pytest.raises(openai.BadRequestError) as caught:
+        if api == "chat":
+            sdk.chat.completions.create(
+                model="m",
+                messages=[
+                    {"role": "user", "content": "hi"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "x"},
+                ],
+            )
+        else:
+            sdk.responses.create(
+                model="m",
+                input=[
+                    {"type": "message", "role": "user", "content": "hi"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "x"},
+                ],
+            )
+    assert "tool" in caught.value.message.lower()
+    assert len(fake.refused) == refused + 1 and fake.refused[-1].api == api
