@@ -255,19 +255,20 @@ async def test_handoff_billing_scenario(api: str, fake: FakeModel, tmp_path: Pat
     assert 'billing: You said "Thanks, one more billing question"' in text
     assert [e.type for e in events if e.type == "request_info"] == ["request_info"]
 
-    # third turn: billing's approval-gated tool, approved through WorkflowAgent.run
+    # third turn through WorkflowAgent.run: a function result whose `result` is replaced by the
+    # typed value (the framework hands `result` to the request as is); it asks for billing's
+    # approval-gated tool, which is then approved through WorkflowAgent.run as well.
     checkpoint = await pause_checkpoint(storage, "support")
     (rid,) = checkpoint.pending_request_info_events
-    refund = HandoffAgentUserRequest.create_response("please refund_payment order_id=A1 amount=5")
-    events = [
-        e
-        async for e in apps.handoff().run(
-            responses={rid: refund},
-            checkpoint_id=checkpoint.checkpoint_id,
-            checkpoint_storage=storage,
-            stream=True,
-        )
-    ]
+    typed = Content.from_function_result(call_id=rid, result="please refund_payment order_id=A1 amount=5")
+    typed.result = HandoffAgentUserRequest.create_response("please refund_payment order_id=A1 amount=5")
+    third = await stream(
+        as_agent("handoff"),
+        Message(role="tool", contents=[typed]),
+        checkpoint_id=checkpoint.checkpoint_id,
+        checkpoint_storage=storage,
+    )
+    assert requests_in(third, "function_approval_request") and tool_runs(tmp_path) == []
     checkpoint = await pause_checkpoint(storage, "support")
     (approval,) = checkpoint.pending_request_info_events.values()
     assert approval.data.type == "function_approval_request" and approval.response_type is Content
