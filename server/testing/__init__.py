@@ -6,6 +6,16 @@ Invariant: nothing here is imported by the server itself.
 """
 
 from ._rules import ERRORS, ModelError, Reply, Usage
-from .fake_model import FakeCall, FakeModel, FakeModelState, create_app
+from .fake_model import FakeCall, FakeModel, FakeModelState, RefusedCall, create_app
 
-__all__ = ["ERRORS", "FakeCall", "FakeModel", "FakeModelState", "ModelError", "Reply", "Usage", "create_app"]
+__all__ = [
+    "ERRORS",
+    "FakeCall",
+    "FakeModel",
+    "FakeModelState",
+    "ModelError",
+    "RefusedCall",
+    "Reply",
+    "Usage",
+    "create_app",
+]
