@@ -1,0 +1,1 @@
+"""Real-agent scenario apps (agent-framework agents and orchestrations on the fake model) and their tests."""
