@@ -27,6 +27,10 @@ OUTPUT_TEXT_DELTA = "response.output_text.delta"
 OUTPUT_TEXT_DONE = "response.output_text.done"
 FUNCTION_CALL_ARGUMENTS_DELTA = "response.function_call_arguments.delta"
 FUNCTION_CALL_ARGUMENTS_DONE = "response.function_call_arguments.done"
+REASONING_SUMMARY_PART_ADDED = "response.reasoning_summary_part.added"
+REASONING_SUMMARY_PART_DONE = "response.reasoning_summary_part.done"
+REASONING_SUMMARY_TEXT_DELTA = "response.reasoning_summary_text.delta"
+REASONING_SUMMARY_TEXT_DONE = "response.reasoning_summary_text.done"
 ERROR = "error"
 
 # A cancelled response ends with response.failed (status "cancelled"), so these three are all.
@@ -137,6 +141,47 @@ def function_call_arguments_done(
         "arguments": arguments,
         "name": name,
     }
+
+
+def _summary_event(event_type: str, item_id: str, output_index: int, summary_index: int) -> dict[str, Any]:
+    return {
+        "type": event_type,
+        "item_id": item_id,
+        "output_index": output_index,
+        "summary_index": summary_index,
+    }
+
+
+def reasoning_summary_part_added(
+    item_id: str, output_index: int, summary_index: int, part: dict[str, Any]
+) -> dict[str, Any]:
+    event = _summary_event(REASONING_SUMMARY_PART_ADDED, item_id, output_index, summary_index)
+    event["part"] = part
+    return event
+
+
+def reasoning_summary_part_done(
+    item_id: str, output_index: int, summary_index: int, part: dict[str, Any]
+) -> dict[str, Any]:
+    event = _summary_event(REASONING_SUMMARY_PART_DONE, item_id, output_index, summary_index)
+    event["part"] = part
+    return event
+
+
+def reasoning_summary_text_delta(
+    item_id: str, output_index: int, summary_index: int, delta: str
+) -> dict[str, Any]:
+    event = _summary_event(REASONING_SUMMARY_TEXT_DELTA, item_id, output_index, summary_index)
+    event["delta"] = delta
+    return event
+
+
+def reasoning_summary_text_done(
+    item_id: str, output_index: int, summary_index: int, text: str
+) -> dict[str, Any]:
+    event = _summary_event(REASONING_SUMMARY_TEXT_DONE, item_id, output_index, summary_index)
+    event["text"] = text
+    return event
 
 
 def error_event(message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:

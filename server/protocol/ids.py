@@ -14,7 +14,13 @@ import secrets
 
 _RESPONSE_ID = re.compile(r"(?:resp_|caresp_)[A-Za-z0-9_-]{1,100}")
 _CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_ITEM_PREFIX = {"message": "msg", "function_call": "fc", "reasoning": "rs"}
+_ITEM_PREFIX = {
+    "message": "msg",
+    "function_call": "fc",
+    "function_call_output": "fco",
+    "reasoning": "rs",
+    "mcp_approval_request": "mcpr",
+}
 
 
 def new_response_id() -> str:

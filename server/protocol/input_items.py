@@ -48,6 +48,8 @@ _FUNCTION_CALL_OUTPUT_KEYS = frozenset(
     {"type", "id", "call_id", "output", "status", "name", "namespace", "caller"}
 )
 _ITEM_REFERENCE_KEYS = frozenset({"type", "id"})
+_MCP_APPROVAL_RESPONSE_KEYS = frozenset({"type", "id", "approval_request_id", "approve", "reason"})
+_MCP_APPROVAL_REQUEST_KEYS = frozenset({"type", "id", "name", "arguments", "server_label"})
 
 _USER_PARTS = ("input_text", "input_image", "input_file")
 # The SDK's EasyInputMessage lets an assistant turn carry input_text; accept it with the usual ones.
@@ -118,6 +120,10 @@ def _item(raw: object, path: str) -> dict[str, Any]:
         kept = json_copy(obj)
         kept["id"] = _item_id(obj, path)
         return kept
+    if kind == "mcp_approval_response":
+        return _approval_response(obj, path)
+    if kind == "mcp_approval_request":
+        return _approval_request(obj, path)
     fail(f"Invalid value for '{path}.type': unsupported input item type {kind!r}.", f"{path}.type")
 
 
@@ -296,3 +302,38 @@ def _function_call_output(obj: dict[str, Any], path: str) -> dict[str, Any]:
     if obj.get("name") is not None:
         item["name"] = want_str(obj["name"], f"{path}.name", max_len=256)
     return _optional_extras(item, obj, path)
+
+
+def _approval_response(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    """The client's answer to an `mcp_approval_request` output item (a tool waiting for approval)."""
+    reject_unknown(obj, _MCP_APPROVAL_RESPONSE_KEYS, path)
+    request_id = want_str(
+        require(obj, "approval_request_id", path),
+        f"{path}.approval_request_id",
+        max_len=MAX_ITEM_ID_CHARS,
+        min_len=1,
+    )
+    approve = require(obj, "approve", path)
+    if not isinstance(approve, bool):
+        fail(f"Invalid type for '{path}.approve': expected a boolean.", f"{path}.approve", "invalid_type")
+    item: dict[str, Any] = {
+        "type": "mcp_approval_response",
+        "id": _item_id(obj, path),
+        "approval_request_id": request_id,
+        "approve": approve,
+    }
+    if obj.get("reason") is not None:
+        item["reason"] = want_str(obj["reason"], f"{path}.reason", max_len=MAX_TEXT_CHARS)
+    return item
+
+
+def _approval_request(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    """An earlier `mcp_approval_request` output item sent back as history: kept as sent."""
+    reject_unknown(obj, _MCP_APPROVAL_REQUEST_KEYS, path)
+    return {
+        "type": "mcp_approval_request",
+        "id": want_str(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1),
+        "name": want_str(require(obj, "name", path), f"{path}.name", max_len=256),
+        "arguments": want_str(require(obj, "arguments", path), f"{path}.arguments", max_len=MAX_TEXT_CHARS),
+        "server_label": want_str(require(obj, "server_label", path), f"{path}.server_label", max_len=256),
+    }

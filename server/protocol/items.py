@@ -1,7 +1,10 @@
 """Builders of output items (and their content parts) as they appear in `response.output` and events.
 
 Invariant: each call returns a fresh dict (never shared), complete against the Open Responses
-`ItemField` schema: every required key present, `status` one of in_progress|completed|incomplete.
+`ItemField` schema (message, function_call, function_call_output, reasoning): every required
+key present, `status` one of in_progress|completed|incomplete. `mcp_approval_request` is not
+in that schema: it has the shape of OpenAI's Responses API item of that name (what the openai
+SDKs parse), with no `status`, as there.
 """
 
 from __future__ import annotations
@@ -43,4 +46,42 @@ def function_call_item(
         "name": name,
         "arguments": arguments,
         "status": _check_status(status),
+    }
+
+
+def function_call_output_item(item_id: str, *, call_id: str, output: str, status: str) -> dict[str, Any]:
+    """The result of a tool the server ran itself (the client must not run it again)."""
+    return {
+        "type": "function_call_output",
+        "id": item_id,
+        "call_id": call_id,
+        "output": output,
+        "status": _check_status(status),
+    }
+
+
+def summary_text_part(text: str = "") -> dict[str, Any]:
+    return {"type": "summary_text", "text": text}
+
+
+def reasoning_item(item_id: str, *, status: str, summary: str | None = None) -> dict[str, Any]:
+    """A model's reasoning, shown as its summary text (none while it streams)."""
+    return {
+        "type": "reasoning",
+        "id": item_id,
+        "status": _check_status(status),
+        "summary": [] if summary is None else [summary_text_part(summary)],
+    }
+
+
+def mcp_approval_request_item(
+    item_id: str, *, name: str, arguments: str, server_label: str
+) -> dict[str, Any]:
+    """A tool call that waits for the client's approval (`mcp_approval_response` answers `item_id`)."""
+    return {
+        "type": "mcp_approval_request",
+        "id": item_id,
+        "name": name,
+        "arguments": arguments,
+        "server_label": server_label,
     }

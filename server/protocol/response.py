@@ -15,14 +15,16 @@ from .request import CreateRequest
 RESPONSE_STATUSES = frozenset({"queued", "in_progress", "completed", "failed", "cancelled", "incomplete"})
 
 
-def usage(input_tokens: int = 0, output_tokens: int = 0) -> dict[str, Any]:
+def usage(
+    input_tokens: int = 0, output_tokens: int = 0, *, cached_tokens: int = 0, reasoning_tokens: int = 0
+) -> dict[str, Any]:
     """A complete usage object (the schema requires both `*_details` objects)."""
     return {
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "input_tokens_details": {"cached_tokens": cached_tokens},
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
     }
 
 

@@ -92,19 +92,24 @@ from agent_framework.exceptions import AgentInvalidRequestException, WorkflowChe
 __all__ = [
     "ALLOW_TYPES_ENV",
     "ALLOW_TYPE_FLAG",
+    "ALWAYS_ALLOWED_TYPES",
     "RUN_CORE_PARAMETERS",
     "CheckpointTypeRefused",
     "check_compatibility",
     "clean_request_info_arguments",
     "coerce_request_response",
     "decode_checkpoint",
+    "decode_session",
     "encode_checkpoint",
+    "encode_session",
     "json_friendly",
     "make_restorable",
     "pace_events",
+    "pending_request_data",
     "pending_request_ids",
     "pending_request_payloads",
     "pending_response_types",
+    "request_info_data",
 ]
 
 # What the mixin was written against (agent-framework-core 1.23.0).
@@ -138,6 +143,12 @@ _CHECKPOINT_FIELDS: tuple[str, ...] = (
     "pending_request_info_events",
     "iteration_count",
 )
+
+# Admitted in every checkpoint beyond the framework's own allow-list: `list[Message]` and other
+# builtin generics pickle as `types.GenericAlias` (a class, built from parts the allow-list
+# checks itself); the official Handoff orchestration checkpoints one as its pending request's
+# response type. `allowed_types` admits classes only, so no callable can come in this way.
+ALWAYS_ALLOWED_TYPES: frozenset[str] = frozenset({"types:GenericAlias"})
 
 ALLOW_TYPE_FLAG = "--allow-checkpoint-type"
 ALLOW_TYPES_ENV = "DURABLE_RESPONSES_CHECKPOINT_TYPES"
@@ -307,7 +318,8 @@ class CheckpointTypeRefused(Exception):
         self.type_name = type_name
         message = (
             f"Checkpoint refused: it contains a value of type '{type_name}', which is not on the "
-            "checkpoint type allow-list (agent_framework.*, openai.types.*, safe built-ins). If this "
+            "checkpoint type allow-list (agent_framework.*, agent_framework_orchestrations.*, "
+            "openai.types.*, builtin generics such as list[Message], safe built-ins). If this "
             f"type is trusted, allow it with '{ALLOW_TYPE_FLAG} {type_name}' or the environment "
             f"variable {ALLOW_TYPES_ENV} (comma-separated 'module:qualname' entries)."
         )
@@ -341,7 +353,7 @@ def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> Workfl
     except json.JSONDecodeError as exc:
         raise WorkflowCheckpointException(f"Checkpoint is not valid JSON: {exc}") from exc
     try:
-        decoded = decode_checkpoint_value(raw, allowed_types=frozenset(allowed_types))
+        decoded = decode_checkpoint_value(raw, allowed_types=ALWAYS_ALLOWED_TYPES | frozenset(allowed_types))
     except WorkflowCheckpointException as exc:
         detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
         match = _BLOCKED_TYPE_RE.search(detail)
@@ -351,6 +363,29 @@ def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> Workfl
     if not isinstance(decoded, dict):
         raise WorkflowCheckpointException("Checkpoint text does not hold a checkpoint object.")
     return WorkflowCheckpoint.from_dict(decoded)
+
+
+def encode_session(session: dict[str, Any]) -> str:
+    """A plain agent's ``AgentSession.to_dict()`` as JSON text, with the checkpoint encoding (values
+    that are not JSON are kept the way checkpoints keep them, and decoded through the same allow-list)."""
+    return json.dumps(encode_checkpoint_value(session), ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_session(text: str, *, allowed_types: Iterable[str] = ()) -> dict[str, Any]:
+    """The session dict of ``encode_session`` text, refusing types off the allow-list."""
+    try:
+        decoded = decode_checkpoint_value(
+            json.loads(text), allowed_types=ALWAYS_ALLOWED_TYPES | frozenset(allowed_types)
+        )
+    except WorkflowCheckpointException as exc:
+        detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
+        match = _BLOCKED_TYPE_RE.search(detail)
+        if match:
+            raise CheckpointTypeRefused(match.group(1)) from exc
+        raise
+    if not isinstance(decoded, dict):
+        raise WorkflowCheckpointException("Session text does not hold a session object.")
+    return decoded
 
 
 # endregion
@@ -385,6 +420,14 @@ def json_friendly(value: Any) -> Any:
 def pending_request_ids(checkpoint: WorkflowCheckpoint) -> list[str]:
     """Ids of the ``request_info`` requests still pending in ``checkpoint``, in insertion order."""
     return [str(event.request_id or key) for key, event in checkpoint.pending_request_info_events.items()]
+
+
+def pending_request_data(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
+    """Request id -> the live ``request_data`` of each pending request in ``checkpoint``."""
+    return {
+        str(event.request_id or key): event.data
+        for key, event in checkpoint.pending_request_info_events.items()
+    }
 
 
 def pending_request_payloads(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
@@ -434,12 +477,38 @@ def coerce_request_response(value: Any, response_type: Any) -> Any:
     raise TypeError(detail)
 
 
+def _request_info_parts(content: Content) -> tuple[str, Any]:
+    """``(request_id, data)`` of a ``request_info`` function call: ``WorkflowAgent`` wraps each pending
+    request as one, its arguments carrying the whole internal ``request_event`` (``data`` live)."""
+    arguments: Any = content.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            arguments = {}
+    args = arguments if isinstance(arguments, Mapping) else {}
+    event = args.get("request_event")
+    request_id = args.get("request_id") or content.call_id or ""
+    if isinstance(event, WorkflowEvent):
+        data: Any = event.data
+    elif isinstance(event, Mapping):
+        data = event.get("data")
+    else:
+        data = args.get("data")
+    return str(request_id), data
+
+
+def request_info_data(content: Content) -> Any:
+    """The request's own data (the live object) of a ``request_info`` function call content."""
+    return _request_info_parts(content)[1]
+
+
 def clean_request_info_arguments(content: Content) -> tuple[str, str, str]:
     """``(call_id, name, arguments_json)`` for a function_call content, fit to show a client.
 
-    A ``request_info`` call (``WorkflowAgent`` wraps each pending request as one) carries the whole
-    internal ``request_event``; its arguments become ``{"request_id", "data"}`` only. Any other
-    function call keeps its own arguments, rendered as a JSON string.
+    A ``request_info`` call carries the whole internal ``request_event``; its arguments become
+    ``{"request_id", "data"}`` only. Any other function call keeps its own arguments, rendered as a
+    JSON string.
     """
     if content.type != "function_call":
         raise ValueError(f"Expected function_call content, got {content.type!r}.")
@@ -447,22 +516,9 @@ def clean_request_info_arguments(content: Content) -> tuple[str, str, str]:
     name = content.name or ""
     arguments: Any = content.arguments
     if name == WorkflowAgent.REQUEST_INFO_FUNCTION_NAME:
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                arguments = {}
-        args = arguments if isinstance(arguments, Mapping) else {}
-        event = args.get("request_event")
-        request_id = args.get("request_id") or call_id
-        if isinstance(event, WorkflowEvent):
-            data: Any = event.data
-        elif isinstance(event, Mapping):
-            data = event.get("data")
-        else:
-            data = args.get("data")
-        clean = {"request_id": str(request_id), "data": json_friendly(data)}
-        return call_id or str(request_id), name, json.dumps(clean, ensure_ascii=False)
+        request_id, data = _request_info_parts(content)
+        clean = {"request_id": request_id, "data": json_friendly(data)}
+        return call_id or request_id, name, json.dumps(clean, ensure_ascii=False)
     if arguments is None:
         return call_id, name, "{}"
     if isinstance(arguments, str):

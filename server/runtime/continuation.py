@@ -29,22 +29,24 @@ from ..store import (
     ABANDONED_STATUSES,
     TERMINAL_STATUSES,
     CheckpointRow,
-    PendingRequestRow,
     ResponseRow,
     Store,
 )
-from ._af_private import CheckpointTypeRefused, decode_checkpoint, pending_response_types
+from ._af_private import CheckpointTypeRefused, decode_checkpoint, decode_session
 from ._offload import for_input
 from .apps import HostedApp
-from .messages import (
-    ReplyTypeError,
-    declaration_tools,
-    function_output_value,
-    input_items_to_messages,
-    output_items_to_messages,
-    type_name,
-)
+from .ending import SESSION_ROWS
+from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
 from .plan import RunPlan
+from .replies import (
+    answered_ids,
+    approval_messages,
+    check_agent_approvals,
+    check_pause_reply,
+    pending_of,
+    reply_messages,
+    typed_replies,
+)
 
 MAX_HISTORY_RESPONSES = 1000
 # Stored items read per item_reference (the item itself comes first; copies of it follow).
@@ -116,79 +118,19 @@ class Continuations:
         if self.app.is_workflow and prev is not None:
             pending = await self.store.pending_requests(prev.id, user_id)
             if pending:
-                self._check_reply_to_pause(prev, items, pending)
-                await self._check_reply_types(user_id, req, items)
+                cp = await self._checkpoint(user_id, req, None)
+                decoded = self._decode(cp) if cp is not None else None
+                check_pause_reply(prev.id, items, pending, pending_of(decoded) if decoded else {})
+                if decoded is not None:
+                    typed_replies(decoded, items)
                 return
+        if not self.app.is_workflow:
+            rows = await self.store.pending_requests(prev.id, user_id) if prev is not None else []
+            check_agent_approvals(prev.id if prev is not None else None, items, rows)
         resolved = await self.resolve_references(user_id, items, strict=True)
         replies = _call_ids(resolved, "function_call_output")
         if replies:
             await self._check_calls_exist(user_id, req, prev, resolved, replies)
-
-    def _check_reply_to_pause(
-        self, prev: ResponseRow, items: Sequence[Mapping[str, Any]], pending: Sequence[PendingRequestRow]
-    ) -> None:
-        """A paused workflow takes only function_call_output items, one per call it still waits on."""
-        open_ids = [p.call_id for p in pending if p.status == "pending"]
-        answered = {p.call_id: p.answered_by for p in pending if p.status == "answered"}
-        for call_id in _call_ids(items, "function_call_output"):
-            if call_id in answered:
-                raise errors.conflict(
-                    f"The request with call_id '{call_id}' was already answered by response "
-                    f"'{answered[call_id]}'; continue from that response instead.",
-                    code="call_already_answered",
-                    param="input",
-                )
-            if call_id not in open_ids:
-                raise errors.bad_request(
-                    f"No pending request with call_id '{call_id}' on response '{prev.id}'"
-                    + (f" (it waits for {_quoted(open_ids)})." if open_ids else "."),
-                    param="input",
-                    code="unknown_call_id",
-                )
-        others = [(pos, item) for pos, item in enumerate(items) if item.get("type") != "function_call_output"]
-        if not others and items:
-            return
-        if not open_ids:
-            # Every call it paused for was answered: the workflow went on in the answering response.
-            by = list(dict.fromkeys(a for a in answered.values() if a))
-            raise errors.conflict(
-                f"Response '{prev.id}' is a workflow paused for call_id(s) {_quoted(list(answered))}, "
-                f"which response(s) {_quoted(by)} already answered, so it cannot take new input. "
-                f"Continue from response '{by[-1] if by else prev.id}' instead "
-                "(previous_response_id set to it).",
-                code="call_already_answered",
-                param="previous_response_id",
-            )
-        waiting = (
-            f"Response '{prev.id}' is a workflow paused waiting for a function_call_output for call_id(s) "
-            f"{_quoted(open_ids)}"
-        )
-        if not others:  # an empty input
-            raise errors.bad_request(
-                f"{waiting}; answer with function_call_output input items (call_id and output).",
-                param="input",
-                code="pending_request",
-            )
-        pos, item = others[0]
-        if len(others) == len(items):  # nothing but other items: no answer at all
-            advice = (
-                f"answer with function_call_output input items (call_id and output); input[{pos}] is a "
-                f"{_kind(item)} item, which a paused workflow cannot take."
-            )
-        else:
-            advice = (
-                "a reply to a paused workflow may contain only function_call_output items, but "
-                f"input[{pos}] is a {_kind(item)} item. Send the function_call_output items alone, then "
-                "continue from the response they produce."
-            )
-        raise errors.bad_request(f"{waiting}; {advice}", param=f"input[{pos}]", code="pending_request")
-
-    async def _check_reply_types(
-        self, user_id: str, req: CreateRequest, items: Sequence[Mapping[str, Any]]
-    ) -> None:
-        cp = await self._checkpoint(user_id, req, None)
-        if cp is not None:
-            self.typed_replies(self._decode(cp), items)
 
     async def _check_calls_exist(
         self,
@@ -226,29 +168,6 @@ class Continuations:
             param="input",
             code="unknown_call_id",
         )
-
-    def typed_replies(
-        self, checkpoint: WorkflowCheckpoint, items: Sequence[Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        """Call id -> each reply's output converted to its request's declared response_type (400 if not)."""
-        types = pending_response_types(checkpoint)
-        results: dict[str, Any] = {}
-        for pos, item in enumerate(items):
-            call_id = str(item.get("call_id"))
-            if item.get("type") != "function_call_output" or call_id not in types:
-                continue
-            response_type = types[call_id]
-            try:
-                results[call_id] = function_output_value(item.get("output"), response_type)
-            except ReplyTypeError as exc:
-                raise errors.bad_request(
-                    f"Invalid 'input[{pos}].output': the request with call_id '{call_id}' expects a value "
-                    f"of type {type_name(response_type)} (its response_type), and the output cannot be "
-                    f"converted to one: {exc}.",
-                    param=f"input[{pos}].output",
-                    code="invalid_function_call_output",
-                ) from None
-        return results
 
     # -- item references ----------------------------------------------------------------
 
@@ -291,15 +210,19 @@ class Continuations:
     async def answer_pending(
         self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
     ) -> str | None:
-        """Mark the calls this input answers as answered by `rid` (all or none, after `check`)."""
-        if not self.app.is_workflow:
-            return None
-        replies = _call_ids(req.input_items, "function_call_output")
-        if not replies:
-            return None
+        """Mark the requests this input answers as answered by `rid` (all or none, after `check`)."""
         pending = await self.store.pending_requests(prev.id, user_id)
         if not pending:
-            return None  # not a pause: `check` let these through as answers to calls in the input
+            return None  # not a pause: `check` let function outputs through as answers to calls
+        open_ids = [p.call_id for p in pending if p.status == "pending"]
+        if self.app.is_workflow:
+            cp = await self._checkpoint(user_id, req, None)
+            requests = pending_of(self._decode(cp)) if cp is not None else {}
+            replies = answered_ids(req.input_items, requests, open_ids)
+        else:
+            replies = check_agent_approvals(prev.id, req.input_items, pending)
+        if not replies:
+            return None
         refused = await self.store.answer_pending(prev.id, user_id, replies, rid)
         if refused:
             raise errors.conflict(
@@ -316,16 +239,49 @@ class Continuations:
         items = await self.resolve_references(user_id, req.input_items, strict=False)
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
-            history = await self.history(user_id, req, rid)
-            # `instructions` apply to this response only (they are not carried over by
-            # previous_response_id), as a system message ahead of everything else.
-            system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
-            current = await for_input(len(items), input_items_to_messages, items)
-            return RunPlan(messages=system + history + current, tools=tools)
+            return await self._plan_agent(user_id, req, rid, items, tools)
         cp = await self._checkpoint(user_id, req, rid)
         if cp is None:
             return RunPlan(messages=await for_input(len(items), input_items_to_messages, items), tools=tools)
         return self._deliver(cp, items, tools)
+
+    async def _plan_agent(
+        self, user_id: str, req: CreateRequest, rid: str, items: list[dict[str, Any]], tools: list[Any]
+    ) -> RunPlan:
+        """A plain agent's turn: its previous turn's session (which holds the history) and this
+        turn's input; without a stored session, the history rebuilt from the stored items."""
+        # `instructions` apply to this response only (they are not carried over by
+        # previous_response_id), as a system message ahead of everything else.
+        system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
+        session_row, prev_id = await self._session(user_id, req, rid)
+        rows = await self.store.pending_requests(prev_id, user_id) if prev_id is not None else []
+        current = await for_input(len(items), approval_messages, items, rows)
+        if session_row is not None:
+            session = decode_session(session_row.data, allowed_types=self.allowed_types)
+            return RunPlan(messages=system + current, tools=tools, session=session)
+        history = await self.history(user_id, req, rid)
+        return RunPlan(messages=system + history + current, tools=tools)
+
+    async def _session(
+        self, user_id: str, req: CreateRequest, rid: str
+    ) -> tuple[CheckpointRow | None, str | None]:
+        """The session a plain agent's turn continues (and the response that left it), if stored."""
+        if req.previous_response_id:
+            row = await self.store.latest_checkpoint(
+                user_id=user_id, response_id=req.previous_response_id, workflow_name=SESSION_ROWS
+            )
+            return row, req.previous_response_id
+        if req.conversation_id:
+            row = await self.store.latest_checkpoint(
+                user_id=user_id,
+                lineage=f"conv:{req.conversation_id}",
+                workflow_name=SESSION_ROWS,
+                skip_abandoned=True,
+            )
+            if row is not None and row.response_id == rid:
+                row = None  # (a recovery of this very turn never stored one; be safe)
+            return row, row.response_id if row is not None else None
+        return None, None
 
     async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:
         """Restore `cp` and deliver the request's input to it: the recovery of a run whose newest
@@ -334,8 +290,7 @@ class Continuations:
         return self._deliver(cp, items, declaration_tools(req.tools) if req.tools else [])
 
     def _deliver(self, cp: CheckpointRow, items: list[dict[str, Any]], tools: list[Any]) -> RunPlan:
-        results = self.typed_replies(self._decode(cp), items)
-        current = input_items_to_messages(items, results=results)
+        current = reply_messages(self._decode(cp), items)
         return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, tools=tools)
 
     async def _checkpoint(self, user_id: str, req: CreateRequest, rid: str | None) -> CheckpointRow | None:

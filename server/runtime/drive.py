@@ -18,12 +18,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from agent_framework import AgentSession
+
 from ..protocol import events as ev
 from ..protocol.response import build_response
 from ._af_private import pace_events
 from .pairing import Pairing
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
+from .usage import UsageMeter
 
 
 class _Hogging:
@@ -67,8 +70,10 @@ class Driver:
         build_agent: Callable[[], Any],
         is_workflow: bool,
         yield_every: float,
+        meter: UsageMeter,
     ) -> None:
         self._spec = spec
+        self._meter = meter
         self._plan = plan
         self._sink = sink
         self._pairing = pairing
@@ -106,8 +111,16 @@ class Driver:
             kwargs["checkpoint_storage"] = self._pairing.storage
             if plan.checkpoint_id is not None:
                 kwargs["checkpoint_id"] = plan.checkpoint_id
+        elif callable(getattr(agent, "create_session", None)):
+            # A plain agent keeps its conversation (history, pending tool approvals) in its
+            # session; the host restores the one the previous turn left and stores it at the end.
+            session = AgentSession.from_dict(plan.session) if plan.session else agent.create_session()
+            self._pairing.session = session
+            kwargs["session"] = session
         if plan.tools:
             kwargs["tools"] = plan.tools
+        # The model calls of this task and of every task it spawns count for this response.
+        self._meter.activate()
         live = sink.live
         if self._is_workflow and sink.paced:
             # Each event of an executor reaches the stream when it is made, not when the

@@ -18,29 +18,66 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol import events as ev
-from ..protocol.response import build_response, usage
+from ..protocol.response import build_response
 from ..protocol.sse import dumps
-from ..store import ABANDONED_STATUSES, Finish, OutputItemRow, PendingRequestRow
-from ._af_private import pending_request_payloads
+from ..store import ABANDONED_STATUSES, CheckpointRow, Finish, OutputItemRow, PendingRequestRow
+from ._af_private import encode_session, pending_request_payloads
 from .pairing import Pairing
 from .plan import RunSpec
 from .sinks import Sink
+from .usage import Usage, UsageMeter
+
+# The `workflow_name` of a plain agent's session rows in the checkpoints table.
+SESSION_ROWS = "agent-session"
 
 ItemsReader = Callable[[str], Awaitable[list[OutputItemRow]]]
 
 
+def _model_error(exc: BaseException) -> dict[str, Any] | None:
+    """The model's own error (an OpenAI-compatible API's status and code), if `exc` wraps one."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        status = getattr(cause, "status_code", None)
+        if isinstance(status, int) and hasattr(cause, "body"):
+            body: dict[str, Any] = cause.body if isinstance(cause.body, dict) else {}
+            inner = body.get("error")
+            nested: dict[str, Any] = inner if isinstance(inner, dict) else body
+            code = getattr(cause, "code", None) or nested.get("code") or "server_error"
+            message = nested.get("message") or str(cause)
+            return {
+                "code": str(code),
+                "message": f"The model returned an error (HTTP {status} {code}): {message}",
+            }
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def failure_error(exc: BaseException) -> dict[str, Any]:
-    """The Response `error` of a run that raised `exc`."""
+    """The Response `error` of a run that raised `exc`: the model's error when it is one."""
+    model = _model_error(exc)
+    if model is not None:
+        return model
     return {"code": "server_error", "message": f"The agent run failed: {type(exc).__name__}: {exc}"}
 
 
 class Ending:
-    def __init__(self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None) -> None:
+    def __init__(
+        self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None, meter: UsageMeter
+    ) -> None:
         self._spec = spec
         self._sink = sink
         self._pairing = pairing
         self._items = items  # None: nothing of this response is stored (store=false)
+        self._meter = meter
         self.status: str | None = None
+
+    def usage(self) -> Usage:
+        """The model calls of this run: as their spans reported them, else as the stream did."""
+        if self._meter.calls:
+            return self._meter.total
+        return self._pairing.mapper.usage.total()
 
     async def finish(self, status: str, *, close_status: str, error: dict[str, Any] | None = None) -> None:
         spec = self._spec
@@ -49,8 +86,8 @@ class Ending:
             c.included = c.status == "completed"
         now = time.time()
         output = await self._final_output()
-        mapper = self._pairing.mapper
-        use = usage(mapper.usage_in, mapper.usage_out)
+        use = self.usage().body()
+        session = self._session_row(now) if status == "completed" else None
         response = build_response(
             spec.request,
             response_id=spec.response_id,
@@ -66,7 +103,8 @@ class Ending:
         self._sink.emit(terminal)
         await self._sink.commit(
             closed,
-            pending=self._pending_rows() if status == "completed" else [],
+            checkpoint=session,
+            pending=self._pending_rows(session) if status == "completed" else [],
             # A failed or cancelled run keeps its lineage's checkpoints: a conversation's next
             # turn continues from the last turn that finished, not from this one.
             prune=(spec.user_id, None if status in ABANDONED_STATUSES else spec.lineage),
@@ -94,7 +132,39 @@ class Ending:
                 by_index.pop(c.output_index, None)
         return [by_index[i] for i in sorted(by_index)]
 
-    def _pending_rows(self) -> list[PendingRequestRow]:
+    def _session_row(self, now: float) -> CheckpointRow | None:
+        """A plain agent's session, kept with the end (a continuation restores it)."""
+        session = self._pairing.session
+        if session is None or self._items is None:
+            return None
+        spec = self._spec
+        return CheckpointRow(
+            checkpoint_id=f"session_{spec.response_id}",
+            user_id=spec.user_id,
+            lineage=spec.lineage,
+            response_id=spec.response_id,
+            workflow_name=SESSION_ROWS,
+            event_seq=self._sink.last_seq,
+            data=encode_session(session.to_dict()),
+            created_at=now,
+        )
+
+    def _pending_rows(self, session: CheckpointRow | None) -> list[PendingRequestRow]:
+        approvals = self._pairing.mapper.approvals
+        if session is not None and approvals:
+            # A plain agent's tool approvals: its session holds them; the rows let a reply be
+            # checked and built (the request itself is what the framework binds the answer to).
+            return [
+                PendingRequestRow(
+                    response_id=self._spec.response_id,
+                    call_id=a.request_id,
+                    user_id=self._spec.user_id,
+                    checkpoint_id=session.checkpoint_id,
+                    status="pending",
+                    data=dumps(a.request),
+                )
+                for a in approvals
+            ]
         cp = self._pairing.last_checkpoint
         if cp is None:
             return []

@@ -21,7 +21,7 @@ from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
 from .drive import Driver
 from .ending import Ending
-from .mapping import ItemMapper
+from .mapping import ItemMapper, approval_calls
 from .memory import MemoryPairing, MemorySink
 from .pairing import SqlPairing
 from .plan import RunPlan, RunSpec
@@ -29,6 +29,7 @@ from .registry import RunRegistry
 from .run import ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
+from .usage import UsageMeter, ensure_usage_spans
 
 log = logging.getLogger("durable_responses.launcher")
 
@@ -47,6 +48,8 @@ class Launcher:
         self._registry = registry
         self.owner = owner
         self._background: set[asyncio.Task[None]] = set()
+        # Usage is counted from the framework's model-call spans (see `usage`).
+        ensure_usage_spans()
 
     def sink(self, response_id: str, start_seq: int, delivery: Delivery | str | None = None) -> SqlSink:
         """The sink a stored run of `response_id` writes through, from `start_seq` on."""
@@ -64,14 +67,20 @@ class Launcher:
     ) -> ResponseRun:
         """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`)."""
         mapper = ItemMapper(
-            spec.response_id, sink.emit, next_output_index=next_index, announced_calls=plan.announced_calls
+            spec.response_id,
+            sink.emit,
+            next_output_index=next_index,
+            announced=plan.announced,
+            server_label=self._app.name,
+            answered_calls=approval_calls(plan.messages),
         )
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
+        meter = UsageMeter()
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing),
-            ending=Ending(spec, sink, pairing, self._store.output_items),
+            driver=self._driver(spec, plan, sink, pairing, meter),
+            ending=Ending(spec, sink, pairing, self._store.output_items, meter),
             hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
         )
         run.on_finished.append(self._after_stored_run)
@@ -79,7 +88,12 @@ class Launcher:
 
     def launch_in_memory(self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool) -> ResponseRun:
         """Start the run of a `store=false` response (nothing is written)."""
-        mapper = ItemMapper(spec.response_id, sink.emit)
+        mapper = ItemMapper(
+            spec.response_id,
+            sink.emit,
+            server_label=self._app.name,
+            answered_calls=approval_calls(plan.messages),
+        )
 
         async def stored_checkpoint(checkpoint_id: str):  # type: ignore[no-untyped-def]
             # A store=false turn may continue a stored workflow: read only.
@@ -97,17 +111,23 @@ class Launcher:
         async def nothing_to_release() -> None:
             return None
 
+        meter = UsageMeter()
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing),
-            ending=Ending(spec, sink, pairing, None),
+            driver=self._driver(spec, plan, sink, pairing, meter),
+            ending=Ending(spec, sink, pairing, None, meter),
             hand_over=nothing_to_release,
         )
         return self._start(run, defer)
 
     def _driver(
-        self, spec: RunSpec, plan: RunPlan, sink: SqlSink | MemorySink, pairing: SqlPairing | MemoryPairing
+        self,
+        spec: RunSpec,
+        plan: RunPlan,
+        sink: SqlSink | MemorySink,
+        pairing: SqlPairing | MemoryPairing,
+        meter: UsageMeter,
     ) -> Driver:
         return Driver(
             spec,
@@ -117,6 +137,7 @@ class Launcher:
             build_agent=self._app.build,
             is_workflow=self._app.is_workflow,
             yield_every=self._settings.yield_every,
+            meter=meter,
         )
 
     def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:

@@ -3,46 +3,85 @@
 Invariants:
 - Output item ids and `output_index` values are the host's: indexes count up from where the
   response stands (never reused, also across recoveries), ids derive from (response id, index).
-  The agent's own message ids only group chunks into items; they are never sent.
+  The exceptions are the items a client answers by id: an `mcp_approval_request` carries the
+  framework's approval request id, a `request_info` call its request id as `call_id`, so an
+  answer reaches exactly the request it names; and a request shown as messages (a review) has
+  ids derived from its request id, so recovery, which re-emits it, can tell it was shown. The
+  agent's own message ids only group chunks into items; they are never sent.
 - Opening events (`output_item.added`, `content_part.added`, deltas) are emitted as updates
   arrive; closing events are emitted only by `close_all()`, which the run calls at a commit
   point (a checkpoint or the end of the run). So an item is closed `completed` only in the same
   transaction as the checkpoint that follows it, and a completed item is never taken back.
+- A content streamed as deltas and then repeated whole (`merge_mode="replace"`, as the
+  Responses client does for text, arguments and reasoning) is shown once.
+- A tool the agent runs itself is its `function_call` item followed by its
+  `function_call_output` item; a tool declared by the request (the client runs it) is a
+  `function_call` item alone; a tool that waits for approval is an `mcp_approval_request` item
+  alone (its call is held back while it streams, and never shown).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_framework import AgentResponseUpdate, Content
+from agent_framework import AgentResponseUpdate, Content, Message
 
 from ..protocol import events as ev
 from ..protocol import ids, items
-from ._af_private import clean_request_info_arguments
+from ._af_private import clean_request_info_arguments, json_friendly, request_info_data
+from .requests import RequestKind, classify, shown_texts
+from .usage import StreamUsage
 
 log = logging.getLogger("durable_responses.mapping")
 
 Emit = Callable[[dict[str, Any]], None]
+
+MESSAGE = "message"
+FUNCTION_CALL = "function_call"
+FUNCTION_CALL_OUTPUT = "function_call_output"
+REASONING = "reasoning"
+APPROVAL = "mcp_approval_request"
 
 
 @dataclass
 class OpenItem:
     output_index: int
     item_id: str
-    kind: str  # "message" | "function_call"
+    kind: str
     key: str
     text_parts: list[str] = field(default_factory=list)
     call_id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    output: str = ""
+    server_label: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
 
     def final(self, status: str) -> dict[str, Any]:
-        if self.kind == "message":
-            return items.message_item(self.item_id, status=status, text="".join(self.text_parts))
+        if self.kind == MESSAGE:
+            return items.message_item(self.item_id, status=status, text=self.text)
+        if self.kind == FUNCTION_CALL_OUTPUT:
+            return items.function_call_output_item(
+                self.item_id, call_id=self.call_id, output=self.output, status=status
+            )
+        if self.kind == REASONING:
+            return items.reasoning_item(
+                self.item_id, status=status, summary=self.text if self.text_parts else None
+            )
+        if self.kind == APPROVAL:
+            return items.mcp_approval_request_item(
+                self.item_id,
+                name=self.name,
+                arguments="".join(self.arguments),
+                server_label=self.server_label,
+            )
         return items.function_call_item(
             self.item_id,
             call_id=self.call_id,
@@ -61,6 +100,22 @@ class ClosedItem:
     item: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class PendingApproval:
+    """A tool approval a plain agent's run ended waiting for (its answer needs the request)."""
+
+    request_id: str
+    request: dict[str, Any]  # the framework's approval request content, as `Content.to_dict()`
+
+
+def _text_of(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(json_friendly(value), ensure_ascii=False, separators=(",", ":"))
+
+
 class ItemMapper:
     def __init__(
         self,
@@ -68,120 +123,317 @@ class ItemMapper:
         emit: Emit,
         *,
         next_output_index: int = 0,
-        announced_calls: frozenset[str] = frozenset(),
+        announced: frozenset[str] = frozenset(),
+        server_label: str = "agent",
+        answered_calls: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self._response_id = response_id
         self._emit = emit
         self.next_output_index = next_output_index
         self._open: dict[str, OpenItem] = {}
-        self._current_text_key: str | None = None
-        self.usage_in = 0
-        self.usage_out = 0
-        # request_info calls this response already announced (recovery): restoring a checkpoint
-        # re-emits every pending request, which must not become a second item for the same call.
-        self._announced = announced_calls
+        # Per author, the key of the message (or reasoning) item its text currently goes to:
+        # the Responses client sends no message ids, and an author's text after a tool call is a
+        # new message.
+        self._current: dict[str, str] = {}
+        self._serial = 0
+        self.usage = StreamUsage()
+        # Requests (by call id or item id) this response already announced (recovery):
+        # restoring a checkpoint re-emits every pending request, which must not become a
+        # second item for the same request.
+        self._announced = set(announced)
+        self._server_label = server_label
+        self.approvals: list[PendingApproval] = []
+        # Function calls being streamed, not yet shown (call id -> [name, argument chunks]): a
+        # call is shown once the next content says what it is (a tool the server runs, or a
+        # call the client runs); a call that turns into an approval request is never shown
+        # (the `mcp_approval_request` stands for it).
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        # Calls this turn's approval answers let run (call id -> name, arguments): the previous
+        # turn showed only their approval requests, so each is shown before its result.
+        self._answered_calls = dict(answered_calls or {})
 
     @property
     def has_open(self) -> bool:
         return bool(self._open)
 
     def feed(self, update: AgentResponseUpdate) -> None:
+        author = update.author_name or ""
         for content in update.contents or ():
-            self._content(update, content)
+            self._content(update, author, content)
 
-    def _content(self, update: AgentResponseUpdate, content: Content) -> None:
+    # -- contents -------------------------------------------------------------------------
+
+    def _content(self, update: AgentResponseUpdate, author: str, content: Content) -> None:
         kind = content.type
+        replace = getattr(content, "merge_mode", None) == "replace"
+        if self._calls and kind not in ("function_call", "function_approval_request", "usage"):
+            if kind == "function_result":
+                self._show_calls(until=content.call_id or "")
+            else:
+                self._show_calls()
         if kind == "text":
-            text = content.text or ""
-            key = f"msg:{update.message_id or ''}"
-            item = self._open.get(key)
-            if item is None:
-                item = self._open_message(key)
-            if text:
-                item.text_parts.append(text)
-                self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
+            self._text(update, author, content.text or "", replace)
+        elif kind == "text_reasoning":
+            self._reasoning(author, content, replace)
         elif kind == "function_call":
-            self._function_call(content)
+            self._current.pop(author, None)
+            if content.name == "request_info":
+                self._request_info(content)
+            else:
+                self._function_call(content, replace)
+        elif kind == "function_result":
+            self._current.pop(author, None)
+            self._function_result(content)
+        elif kind == "function_approval_request":
+            self._current.pop(author, None)
+            # Inside a workflow the update is the WorkflowAgent's; the request's event names the
+            # executor (the agent) that asked.
+            source = getattr(update.raw_representation, "source_executor_id", None)
+            self._approval(source if isinstance(source, str) and source else author, content)
         elif kind == "usage":
             details: Any = content.usage_details or {}
-            self.usage_in += int(details.get("input_token_count") or 0)
-            self.usage_out += int(details.get("output_token_count") or 0)
+            self.usage.feed(author, details, replace=replace)
         else:
-            # function results, reasoning, data: internal to the agent; not part of the output.
             log.debug("ignoring %s content in response %s", kind, self._response_id)
 
-    def _open_message(self, key: str) -> OpenItem:
+    def _open_item(
+        self, kind: str, key: str, item: Callable[[str], dict[str, Any]], item_id: str | None = None
+    ) -> OpenItem:
         index = self._next_index()
-        item = OpenItem(index, ids.output_item_id(self._response_id, index, "message"), "message", key)
-        self._open[key] = item
-        self._emit(ev.output_item_added(index, items.message_item(item.item_id, status="in_progress")))
-        self._emit(ev.content_part_added(item.item_id, index, 0, items.output_text_part("")))
-        return item
+        item_id = item_id or ids.output_item_id(self._response_id, index, kind)
+        opened = OpenItem(index, item_id, kind, key)
+        self._open[key] = opened
+        self._emit(ev.output_item_added(index, item(item_id)))
+        return opened
 
-    def _function_call(self, content: Content) -> None:
-        if content.name == "request_info":
-            call_id, name, arguments = clean_request_info_arguments(content)
-            if call_id in self._announced:
-                return
+    def _fresh_key(self, prefix: str, author: str) -> str:
+        self._serial += 1
+        return f"{prefix}:{author}:#{self._serial}"
+
+    def _text(self, update: AgentResponseUpdate, author: str, text: str, replace: bool) -> None:
+        if update.message_id:
+            key = f"msg:{author}:{update.message_id}"
         else:
-            call_id = content.call_id or ""
-            name = content.name or ""
-            raw = content.arguments
-            if raw is None:
-                # A re-announcement of a call already streamed (e.g. the tool-invocation layer's
-                # pause marker for a declaration-only tool): nothing new to add.
-                if f"fc:{call_id}" in self._open:
-                    return
-                arguments = ""
-            else:
-                arguments = raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
-        key = f"fc:{call_id}"
+            current = self._current.get(author)
+            key = (
+                current
+                if current is not None and current.startswith("msg:")
+                else self._fresh_key("msg", author)
+            )
+        self._current[author] = key
         item = self._open.get(key)
         if item is None:
-            index = self._next_index()
-            item = OpenItem(
-                index, ids.output_item_id(self._response_id, index, "function_call"), "function_call", key
+            item = self._open_item(MESSAGE, key, lambda i: items.message_item(i, status="in_progress"))
+            self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
+        if replace and item.text_parts:
+            return  # the whole text again, after its deltas
+        if text:
+            item.text_parts.append(text)
+            self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
+
+    def _message(self, text: str, key: str, item_id: str) -> None:
+        """A whole message at once (a request's content shown to the client)."""
+        item = self._open_item(MESSAGE, key, lambda i: items.message_item(i, status="in_progress"), item_id)
+        self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
+        item.text_parts.append(text)
+        self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
+
+    def _reasoning(self, author: str, content: Content, replace: bool) -> None:
+        current = self._current.get(author)
+        key = current if current is not None and current.startswith("rs:") else self._fresh_key("rs", author)
+        self._current[author] = key
+        item = self._open.get(key)
+        if item is None:
+            item = self._open_item(REASONING, key, lambda i: items.reasoning_item(i, status="in_progress"))
+        text = content.text or ""
+        if not text or (replace and item.text_parts):
+            return
+        if not item.text_parts:
+            self._emit(
+                ev.reasoning_summary_part_added(item.item_id, item.output_index, 0, items.summary_text_part())
+            )
+        item.text_parts.append(text)
+        self._emit(ev.reasoning_summary_text_delta(item.item_id, item.output_index, 0, text))
+
+    def _function_call(self, content: Content, replace: bool) -> None:
+        call_id = content.call_id or ""
+        raw = content.arguments
+        if f"fc:{call_id}" in self._open:
+            return  # a re-announcement of a call already shown (e.g. a declaration-only tool's marker)
+        name, chunks = self._calls.setdefault(call_id, (content.name or "", []))
+        if content.name and not name:
+            self._calls[call_id] = (content.name, chunks)
+        if raw is None or (replace and chunks):
+            return  # nothing new, or the whole arguments again after their chunks
+        chunks.append(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")))
+
+    def _show_calls(self, until: str | None = None) -> None:
+        """Show the buffered calls in order (all, or up to and including `until`)."""
+        for call_id in list(self._calls):
+            name, chunks = self._calls.pop(call_id)
+            item = self._open_item(
+                FUNCTION_CALL,
+                f"fc:{call_id}",
+                lambda i, c=call_id, n=name: items.function_call_item(  # type: ignore[misc]
+                    i, call_id=c, name=n, arguments="", status="in_progress"
+                ),
             )
             item.call_id, item.name = call_id, name
-            self._open[key] = item
-            self._emit(
-                ev.output_item_added(
-                    index,
-                    items.function_call_item(
-                        item.item_id, call_id=call_id, name=name, arguments="", status="in_progress"
-                    ),
-                )
-            )
-        elif name and not item.name:
-            item.name = name
-        if arguments:
-            item.arguments.append(arguments)
-            self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
+            arguments = "".join(chunks)
+            if arguments:
+                item.arguments.append(arguments)
+                self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
+            if call_id == until:
+                return
+
+    def _function_result(self, content: Content) -> None:
+        call_id = content.call_id or ""
+        key = f"fco:{call_id}"
+        if key in self._open:
+            return
+        answered = self._answered_calls.pop(call_id, None)
+        if answered is not None and f"fc:{call_id}" not in self._open:
+            self._calls[call_id] = (answered[0], [answered[1]])
+            self._show_calls()
+        output = _text_of(content.result)
+        if not output and content.exception is not None:
+            output = f"Error: {content.exception}"
+        item = self._open_item(
+            FUNCTION_CALL_OUTPUT,
+            key,
+            lambda i: items.function_call_output_item(
+                i, call_id=call_id, output=output, status="in_progress"
+            ),
+        )
+        item.call_id, item.output = call_id, output
+
+    def _approval(self, author: str, content: Content) -> None:
+        request_id = content.id or ""
+        call = content.function_call
+        if call is not None:
+            self._calls.pop(call.call_id or "", None)  # the approval request stands for the call
+        if request_id in self._announced:
+            return
+        self._announced.add(request_id)
+        name = (call.name if call is not None else None) or ""
+        raw = call.arguments if call is not None else None
+        arguments = (
+            "{}" if raw is None else raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
+        )
+        label = author or self._server_label
+        item = self._open_item(
+            APPROVAL,
+            f"mcpr:{request_id}",
+            lambda i: items.mcp_approval_request_item(i, name=name, arguments=arguments, server_label=label),
+            item_id=request_id,
+        )
+        item.name, item.server_label = name, label
+        item.arguments.append(arguments)
+        self.approvals.append(PendingApproval(request_id, content.to_dict()))
+
+    def _request_info(self, content: Content) -> None:
+        """A workflow's `request_info`: shown by its kind (see `requests`)."""
+        call_id, name, arguments = clean_request_info_arguments(content)
+        if call_id in self._announced:
+            return
+        self._announced.add(call_id)
+        data = request_info_data(content)
+        kind = classify(data)
+        if kind == RequestKind.TOOL_APPROVAL:
+            # (The framework passes approvals through as themselves; kept for completeness.)
+            self._approval("", data)
+            return
+        if kind.takes_message:
+            for n, text in enumerate(shown_texts(kind, data)):
+                item_id = request_message_id(call_id, n)
+                if item_id not in self._announced:
+                    self._message(text, f"req:{call_id}:{n}", item_id)
+            return
+        key = f"fc:{call_id}"
+        item = self._open_item(
+            FUNCTION_CALL,
+            key,
+            lambda i: items.function_call_item(
+                i, call_id=call_id, name=name, arguments="", status="in_progress"
+            ),
+        )
+        item.call_id, item.name = call_id, name
+        item.arguments.append(arguments)
+        self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
 
     def _next_index(self) -> int:
         index = self.next_output_index
         self.next_output_index += 1
         return index
 
+    # -- closing --------------------------------------------------------------------------
+
     def close_all(self, status: str = "completed") -> list[ClosedItem]:
         """Emit the closing events of every open item; return them for `output_items`."""
+        if self._calls:
+            self._show_calls()
         closed: list[ClosedItem] = []
+        done = status == "completed"
         for item in sorted(self._open.values(), key=lambda i: i.output_index):
             final = item.final(status)
-            if item.kind == "message" and status == "completed":
-                text = "".join(item.text_parts)
-                self._emit(ev.output_text_done(item.item_id, item.output_index, 0, text))
+            if done and item.kind == MESSAGE:
+                self._emit(ev.output_text_done(item.item_id, item.output_index, 0, item.text))
                 self._emit(ev.content_part_done(item.item_id, item.output_index, 0, final["content"][0]))
-            elif item.kind == "function_call" and status == "completed":
+            elif done and item.kind == FUNCTION_CALL:
                 self._emit(
                     ev.function_call_arguments_done(
                         item.item_id, item.output_index, "".join(item.arguments), item.name
                     )
                 )
+            elif done and item.kind == REASONING and item.text_parts:
+                self._emit(ev.reasoning_summary_text_done(item.item_id, item.output_index, 0, item.text))
+                self._emit(
+                    ev.reasoning_summary_part_done(item.item_id, item.output_index, 0, final["summary"][0])
+                )
             self._emit(ev.output_item_done(item.output_index, final))
-            closed.append(ClosedItem(item.output_index, item.item_id, status, status == "completed", final))
+            closed.append(ClosedItem(item.output_index, item.item_id, status, done, final))
         self._open.clear()
+        self._current.clear()
         return closed
+
+
+_KINDS = {MESSAGE, FUNCTION_CALL, FUNCTION_CALL_OUTPUT, REASONING, APPROVAL}
+
+
+def approval_calls(messages: Iterable[Message]) -> dict[str, tuple[str, str]]:
+    """The calls the approval answers among `messages` decide (call id -> name, arguments)."""
+    calls: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for content in message.contents:
+            call = content.function_call if content.type == "function_approval_response" else None
+            if call is not None and call.call_id:
+                raw = call.arguments
+                arguments = (
+                    "{}"
+                    if raw is None
+                    else raw
+                    if isinstance(raw, str)
+                    else json.dumps(raw, separators=(",", ":"))
+                )
+                calls[call.call_id] = (call.name or "", arguments)
+    return calls
+
+
+def request_message_id(request_id: str, n: int) -> str:
+    """The id of the n-th message a request shows (see the module docstring)."""
+    return ids.output_item_id(f"request:{request_id}", n, MESSAGE)
+
+
+def announced(output: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """The requests stored output items already announced: request_info call ids, approval
+    request ids, the ids of messages requests showed."""
+    keys: set[str] = set()
+    for item in output:
+        if item.get("type") == FUNCTION_CALL:
+            keys.add(str(item.get("call_id")))
+        elif item.get("type") in (APPROVAL, MESSAGE):
+            keys.add(str(item.get("id")))
+    return frozenset(keys)
 
 
 def reopen_from_events(
@@ -199,12 +451,15 @@ def reopen_from_events(
             index = int(data["output_index"])
             highest = max(highest, index)
             item = data["item"]
-            kind = "message" if item.get("type") == "message" else "function_call"
+            kind = item.get("type") if item.get("type") in _KINDS else FUNCTION_CALL
             oi = OpenItem(index, item["id"], kind, f"recovered:{index}")
-            if kind == "function_call":
-                oi.call_id, oi.name = item.get("call_id", ""), item.get("name", "")
+            oi.call_id, oi.name = item.get("call_id", ""), item.get("name", "")
+            oi.output = item.get("output", "") if isinstance(item.get("output"), str) else ""
+            oi.server_label = item.get("server_label", "")
+            if kind == APPROVAL:
+                oi.arguments.append(item.get("arguments", ""))
             open_items[index] = oi
-        elif etype == ev.OUTPUT_TEXT_DELTA:
+        elif etype in (ev.OUTPUT_TEXT_DELTA, ev.REASONING_SUMMARY_TEXT_DELTA):
             oi2 = open_items.get(int(data["output_index"]))
             if oi2 is not None:
                 oi2.text_parts.append(data.get("delta", ""))

@@ -44,6 +44,8 @@ class Pairing(ABC):
         self.mapper = mapper
         self.closed: list[ClosedItem] = []  # every item this run closed, in order
         self.last_checkpoint: WorkflowCheckpoint | None = None
+        # A plain agent's `AgentSession` for this run (set by the driver), kept with the end.
+        self.session: Any = None
 
     @property
     @abstractmethod

@@ -21,8 +21,12 @@ class RunPlan:
     messages: list[Message]
     checkpoint_id: str | None = None
     tools: list[Any] = field(default_factory=list)
-    # call_ids of request_info calls the response already announced (see `ItemMapper`).
-    announced_calls: frozenset[str] = frozenset()
+    # Requests the response already announced (request_info call ids, approval request ids,
+    # see `ItemMapper`): recovery must not show them twice.
+    announced: frozenset[str] = frozenset()
+    # A plain agent's `AgentSession` as the previous turn left it (`AgentSession.to_dict()`);
+    # None: a new session. Workflows keep their state in checkpoints instead.
+    session: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

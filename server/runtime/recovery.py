@@ -35,7 +35,7 @@ from ..store import Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .launcher import Launcher
-from .mapping import ClosedItem, reopen_from_events
+from .mapping import ClosedItem, announced, reopen_from_events
 from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .settings import RuntimeSettings
@@ -132,11 +132,7 @@ class Recovery:
             status = "in_progress"
         await sink.commit(closed, status=status)
         plan = await self._plan(row, req, own_cp)
-        plan.announced_calls = frozenset(
-            str(item.get("call_id"))
-            for item in (json.loads(o.data) for o in await store.output_items(row.id))
-            if item.get("type") == "function_call"
-        )
+        plan.announced = announced(json.loads(o.data) for o in await store.output_items(row.id))
         log.info(
             "recovering response %s from %s",
             row.id,

@@ -133,8 +133,12 @@ class ResponseRun:
                 )
                 await self._release()
             else:
-                log.exception("response %s failed", self.response_id)
-                ending = self._ending.finish("failed", close_status="incomplete", error=failure_error(exc))
+                error = failure_error(exc)
+                if error["code"] == "server_error":
+                    log.exception("response %s failed", self.response_id)
+                else:  # the model's own error (rate limit, context length...): no traceback
+                    log.warning("response %s failed: %s", self.response_id, error["message"])
+                ending = self._ending.finish("failed", close_status="incomplete", error=error)
         if ending is not None:
             # The end is recorded whatever happens to this task from now on (a late cancel).
             end_task = asyncio.ensure_future(ending)

@@ -1,0 +1,196 @@
+"""Token usage of a response: the sum over every model call its run made.
+
+Job: count each model call once, including the calls the update stream never shows (the hidden
+agents of Sequential and Concurrent, GroupChat and Magentic managers). agent-framework's own
+OpenTelemetry instrumentation ends one `chat` span per model call with the GenAI usage
+attributes; `UsageSpans`, a span processor, adds each one to the `UsageMeter` of the run whose
+task (or a task it spawned: they copy its context) made the call. Chat clients without that
+instrumentation leave no spans; the run then falls back to the usage contents of its update
+stream (`StreamUsage`), which within one agent invocation are running totals (`replace`).
+
+Invariant: a model call is counted by exactly one of the two: spans when the run saw any,
+else the stream.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+from ..protocol.response import usage as usage_body
+
+__all__ = ["StreamUsage", "Usage", "UsageMeter", "UsageSpans", "ensure_usage_spans"]
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def body(self) -> dict[str, Any]:
+        """The Response `usage` object."""
+        return usage_body(
+            self.input_tokens,
+            self.output_tokens,
+            cached_tokens=self.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+        )
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar(
+    "durable_responses_usage", default=None
+)
+
+
+class UsageMeter:
+    """The model calls of one run, as the chat spans report them."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.total = Usage()
+        self._lock = threading.Lock()  # spans may end on a worker thread
+
+    def activate(self) -> None:
+        """Count the model calls of the current task (and of the tasks it spawns from now on)."""
+        _METER.set(self)
+
+    def record(self, attributes: Mapping[str, Any]) -> None:
+        call = Usage(
+            _int(attributes.get("gen_ai.usage.input_tokens")),
+            _int(attributes.get("gen_ai.usage.output_tokens")),
+            _int(attributes.get("gen_ai.usage.cache_read.input_tokens")),
+            _int(attributes.get("gen_ai.usage.reasoning.output_tokens")),
+        )
+        with self._lock:
+            self.calls += 1
+            self.total.add(call)
+
+
+class UsageSpans(SpanProcessor):
+    """Adds every finished `chat` span's usage to the meter of the run that started the call.
+
+    The meter is taken when the span starts (in the calling task's context): a streaming
+    call's span ends in a clean-up hook that may run in another context.
+    """
+
+    def __init__(self) -> None:
+        self._meters: dict[int, UsageMeter] = {}
+
+    def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
+        meter = _METER.get()
+        if meter is not None and span.name.startswith(_CHAT):
+            self._meters[span.context.span_id] = meter
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.context is None:
+            return
+        meter = self._meters.pop(span.context.span_id, None)
+        attributes = span.attributes or {}
+        if meter is not None and attributes.get("gen_ai.operation.name") == "chat":
+            meter.record(attributes)
+
+
+# agent-framework names a model call's span "chat <model>" (GenAI semantic conventions).
+_CHAT = "chat"
+
+
+class UsageOnly(Sampler):
+    """When no tracing is configured: record model-call spans (for usage), drop every other
+    span (a superstep's spans would cost ~10% of its time for nothing)."""
+
+    def should_sample(
+        self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any
+    ) -> SamplingResult:
+        if name == _CHAT or name.startswith(_CHAT + " "):
+            return SamplingResult(Decision.RECORD_ONLY)
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return "UsageOnly"
+
+
+_installed: UsageSpans | None = None
+
+
+def ensure_usage_spans() -> UsageSpans:
+    """Make the process's tracer provider an SDK one carrying `UsageSpans` (idempotent).
+
+    Without an SDK provider the framework's spans are no-ops and carry nothing. When nobody
+    configured one, the provider installed here records model-call spans only (`UsageOnly`);
+    tracing, when configured, installs its own provider first and this adds to it.
+    """
+    global _installed
+    if _installed is not None:
+        return _installed
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider(sampler=UsageOnly())
+        trace.set_tracer_provider(provider)
+    _installed = UsageSpans()
+    provider.add_span_processor(_installed)
+    return _installed
+
+
+class StreamUsage:
+    """Usage from the update stream's `usage` contents (the fallback, see module docstring).
+
+    A `replace` content is the running total of its author's current invocation; an `append`
+    one adds to it. Totals of earlier invocations are kept when an author's total goes down
+    (a new invocation started).
+    """
+
+    def __init__(self) -> None:
+        self._done = Usage()
+        self._current: dict[str, Usage] = {}
+
+    def feed(self, author: str, details: Mapping[str, Any], *, replace: bool) -> None:
+        now = Usage(
+            _int(details.get("input_token_count")),
+            _int(details.get("output_token_count")),
+            _int(details.get("cache_read_input_token_count") or details.get("openai.cached_input_tokens")),
+            _int(details.get("reasoning_output_token_count") or details.get("openai.reasoning_tokens")),
+        )
+        previous = self._current.get(author)
+        if previous is None:
+            self._current[author] = now
+        elif (
+            replace
+            and now.input_tokens >= previous.input_tokens
+            and now.output_tokens >= previous.output_tokens
+        ):
+            self._current[author] = now
+        elif replace:
+            self._done.add(previous)  # a new invocation of the same author
+            self._current[author] = now
+        else:
+            previous.add(now)
+
+    def total(self) -> Usage:
+        out = Usage()
+        out.add(self._done)
+        for u in self._current.values():
+            out.add(u)
+        return out
