@@ -1,0 +1,122 @@
+"""`RuleChatClient`: the fake model's rules as an in-process agent-framework chat client.
+
+For examples and tests that need a deterministic agent with no server and no network: the
+client turns agent-framework's messages and options into the fake model's `Prompt` and answers
+with `reply_for`, exactly as `FakeModel` answers over HTTP (tool calls when a tool is named,
+handoffs when the target is named, text quoting tool results, text otherwise), streamed one
+token per update, with usage. Tools run through agent-framework's own function-invocation layer
+(approval-gated tools included).
+
+Invariant: the reply is a pure function of the messages, instructions and tools it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterable, Awaitable, Mapping, Sequence
+from typing import Any
+
+from agent_framework import (
+    BaseChatClient,
+    ChatResponse,
+    ChatResponseUpdate,
+    Content,
+    FunctionInvocationLayer,
+    FunctionTool,
+    Message,
+    ResponseStream,
+)
+
+from ._prompt import Prompt, ToolCall, ToolSpec, Turn
+from ._rules import reply_for, tokens
+
+__all__ = ["RuleChatClient"]
+
+
+def _tool_specs(options: Mapping[str, Any]) -> tuple[ToolSpec, ...]:
+    specs: list[ToolSpec] = []
+    for tool in options.get("tools") or ():
+        if isinstance(tool, FunctionTool):
+            specs.append(ToolSpec(tool.name, tool.description or "", tool.parameters()))
+    return tuple(specs)
+
+
+def _turn(message: Message) -> list[Turn]:
+    calls = tuple(
+        ToolCall(
+            c.call_id or "",
+            c.name or "",
+            c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments or {}),
+        )
+        for c in message.contents
+        if c.type == "function_call"
+    )
+    results = [c for c in message.contents if c.type == "function_result"]
+    if results:
+        return [
+            Turn("tool", str(c.result if c.result is not None else ""), tool_call_id=c.call_id)
+            for c in results
+        ]
+    return [Turn(str(message.role), message.text or "", name=message.author_name, tool_calls=calls)]
+
+
+def prompt_of(messages: Sequence[Message], options: Mapping[str, Any], *, stream: bool) -> Prompt:
+    instructions = options.get("instructions")
+    return Prompt(
+        api="chat",
+        model=str(options.get("model") or "rules"),
+        stream=stream,
+        turns=tuple(t for m in messages for t in _turn(m)),
+        tools=_tool_specs(options),
+        instructions=instructions if isinstance(instructions, str) else "",
+    )
+
+
+class RuleChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
+    """A deterministic chat client (see the module docstring)."""
+
+    OTEL_PROVIDER_NAME = "rules"
+
+    def _inner_get_response(
+        self,
+        *,
+        messages: Sequence[Message],
+        stream: bool,
+        options: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> Awaitable[ChatResponse] | ResponseStream[ChatResponseUpdate, ChatResponse]:
+        reply = reply_for(prompt_of(messages, options, stream=stream))
+        if reply.error is not None:
+            raise RuntimeError(f"{reply.error.code}: {reply.error.message}")
+        response_id = f"rules_{uuid.uuid4().hex}"
+        message_id = f"msg_{uuid.uuid4().hex}"
+        contents: list[Content] = [Content.from_text(t) for t in tokens(reply.text)]
+        contents += [
+            Content.from_function_call(
+                call_id=f"call_{uuid.uuid4().hex[:24]}", name=c.name, arguments=c.arguments
+            )
+            for c in reply.calls
+        ]
+        usage = Content.from_usage(
+            {"input_token_count": reply.usage.input_tokens, "output_token_count": reply.usage.output_tokens}
+        )
+        if stream:
+
+            async def updates() -> AsyncIterable[ChatResponseUpdate]:
+                for content in [*contents, usage]:
+                    yield ChatResponseUpdate(
+                        contents=[content], role="assistant", response_id=response_id, message_id=message_id
+                    )
+
+            return self._build_response_stream(updates())
+
+        async def respond() -> ChatResponse:
+            calls = [c for c in contents if c.type == "function_call"]
+            body: list[Content] = ([Content.from_text(reply.text)] if reply.text else []) + calls
+            return ChatResponse(
+                messages=[Message(role="assistant", contents=body, message_id=message_id)],
+                response_id=response_id,
+            )
+
+        return respond()
