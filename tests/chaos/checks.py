@@ -18,6 +18,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ import httpx
 
 from tests.support.sse import TERMINAL_STATUSES, check_sequence, stream_events
 
-from .harness import OK_ERROR_STATUSES, Attempt, LogScan, StreamClient, ticks
+from .harness import OK_ERROR_STATUSES, Attempt, DbWatch, LogScan, StreamClient, ticks
 
 # Every scenario's summary, printed at the end of the run (conftest's terminal summary hook).
 SUMMARIES: list[Scenario] = []
@@ -95,39 +96,51 @@ def fmt_s(value: float | None) -> str:
 
 
 def wait_terminal(
-    sc: Scenario, base_urls: Sequence[str], ids: Iterable[str], *, timeout: float
+    sc: Scenario,
+    watch: DbWatch,
+    base_urls: Sequence[str],
+    ids: Iterable[str],
+    *,
+    timeout: float,
+    what: str = "responses",
 ) -> dict[str, dict[str, Any]]:
-    """Poll every response until terminal. An error answer is never taken for 'not yet': every
-    non-200 is recorded and, once the fault is over, is a gap. Returns the final JSON bodies;
+    """Wait (on the database: one query per 50 ms, not a GET per response) until every
+    response is terminal, then GET each through the servers. An error answer is never taken
+    for 'not yet': every non-200 is a gap (the fault is over). Returns the final JSON bodies;
     responses still active at the deadline are 'stuck' (a gap)."""
-    pending = list(dict.fromkeys(ids))
+    wanted = list(dict.fromkeys(ids))
+    deadline = time.monotonic() + timeout
+    pending = wanted
+    while pending and time.monotonic() < deadline:
+        rows = watch.try_query("SELECT id, status FROM responses WHERE id = ANY($1)", pending)
+        if rows is not None:
+            done = {rid for rid, status in rows if status in TERMINAL_STATUSES}
+            pending = [rid for rid in pending if rid not in done]
+        if pending:
+            time.sleep(0.05)
     final: dict[str, dict[str, Any]] = {}
     errors: Counter[str] = Counter()
-    deadline = time.monotonic() + timeout
-    turn = 0
     with httpx.Client(timeout=5, headers={"authorization": "Bearer test-key"}) as http:
-        while pending and time.monotonic() < deadline:
-            for rid in list(pending):
-                base = base_urls[turn % len(base_urls)]
-                turn += 1
-                try:
-                    r = http.get(f"{base}/responses/{rid}")
-                except httpx.HTTPError as exc:
-                    errors[f"{type(exc).__name__}"] += 1
-                    continue
-                if r.status_code != 200:
-                    errors[f"{r.status_code} retry-after={r.headers.get('retry-after')}"] += 1
-                    continue
-                body = r.json()
-                if body["status"] in TERMINAL_STATUSES:
-                    final[rid] = body
-                    pending.remove(rid)
-            if pending:
-                time.sleep(0.1)
-    sc.expect(not errors, "GET /responses/{id} after the fault answered errors", str(dict(errors)))
+        for turn, rid in enumerate(r for r in wanted if r not in pending):
+            try:
+                r = http.get(f"{base_urls[turn % len(base_urls)]}/responses/{rid}")
+            except httpx.HTTPError as exc:
+                errors[f"{type(exc).__name__}"] += 1
+                continue
+            if r.status_code != 200:
+                errors[f"{r.status_code} retry-after={r.headers.get('retry-after')}"] += 1
+                continue
+            final[rid] = r.json()
+            sc.invariant(
+                final[rid]["status"] in TERMINAL_STATUSES,
+                f"{rid} is {final[rid]['status']} over HTTP but terminal in the database",
+            )
+    sc.expect(
+        not errors, f"GET /responses/{{id}} of the {what} after the fault answered errors", str(dict(errors))
+    )
     if pending:
-        sc.expect(False, f"{len(pending)} response(s) stuck (not terminal {timeout:.0f}s after the fault)")
-    sc.metric("responses terminal", f"{len(final)} of {len(final) + len(pending)}")
+        sc.expect(False, f"{len(pending)} of the {what} stuck (not terminal {timeout:.0f}s after the fault)")
+    sc.metric(f"{what} terminal", f"{len(wanted) - len(pending)} of {len(wanted)}")
     return final
 
 
@@ -152,9 +165,17 @@ def check_replays(
     tick exactly once (a failed response is a gap: it lost what it had left to do)."""
     by_id = {c.response_id: c for c in clients if c.response_id}
     not_completed: dict[str, Any] = {}
+    with httpx.Client() as http, ThreadPoolExecutor(4) as pool:  # replays are independent reads
+        replays = dict(
+            zip(
+                final,
+                pool.map(lambda rid: stream_events(base_url, rid, timeout=30, client=http), final),
+                strict=True,
+            )
+        )
     for rid, body in final.items():
         n = expected_ticks[rid]
-        replay = stream_events(base_url, rid, timeout=30)
+        replay = replays[rid]
         try:
             check_sequence(replay, label=rid)
         except AssertionError as exc:
@@ -201,35 +222,64 @@ def _check_client_view(sc: Scenario, client: StreamClient, replay: list[dict[str
 # region what clients saw --------------------------------------------------------------------
 
 
-def check_client_errors(sc: Scenario, attempts: Iterable[Attempt], *, exempt: Iterable[str] = ()) -> None:
+# Lines one process may write during a scenario: issue 15 wants one line per condition change
+# (down, still down every N s, back), not one (or a traceback) per request.
+LOG_LINE_BUDGET = 40
+
+Window = tuple[str, float, float]
+"""(base URL, start, end) in monotonic seconds: a replica known to be down (killed, restarting,
+stopped listening after SIGTERM)."""
+
+
+def _in_window(a: Attempt, windows: Iterable[Window]) -> bool:
+    return any(a.base_url == url and a.t <= end and a.ended_at >= start for url, start, end in windows)
+
+
+def check_client_errors(
+    sc: Scenario,
+    attempts: Iterable[Attempt],
+    *,
+    down: Iterable[Window] = (),
+    fault: tuple[float, float] | None = None,
+) -> None:
     """Every error answer a client got is a 503/429 with `Retry-After`; no request went
-    unanswered (a reset, a timeout) unless its replica was killed (`exempt` base URLs)."""
-    exempt_urls = set(exempt)
-    statuses: Counter[str] = Counter()
+    unanswered (a reset, a timeout), except by a replica while it was down (`down`). The
+    status codes are reported apart for the requests made during the `fault` and the rest."""
+    windows = list(down)
+    statuses: dict[str, Counter[str]] = {"during the fault": Counter(), "before/after": Counter()}
     bad: Counter[str] = Counter()
     unanswered: Counter[str] = Counter()
     for a in attempts:
         if a.kind == "readiness":
             continue  # readiness is judged by check_readiness
+        when = "during the fault" if fault and a.t <= fault[1] and a.ended_at >= fault[0] else "before/after"
         if a.status is not None:
-            statuses[f"{a.kind} {a.status}"] += 1
+            statuses[when][f"{a.kind} {a.status}"] += 1
             if a.status != 200 and not (a.status in OK_ERROR_STATUSES and a.retry_after):
                 bad[
                     f"{a.kind} {a.status} code={a.error_code} retry-after={a.retry_after} "
                     f"x-should-retry={a.should_retry}"
                 ] += 1
-        elif a.base_url not in exempt_urls:
+        elif not _in_window(a, windows):
             # "error: ConnectError: ..." -> "ConnectError"; "timeout" stays "timeout".
             unanswered[f"{a.kind} {a.end.split(': ')[1] if a.end.startswith('error') else a.end}"] += 1
-    sc.metric("client status codes", dict(sorted(statuses.items())))
+            statuses[when][f"{a.kind} no answer"] += 1
+    if fault is None:
+        sc.metric("client status codes", dict(sorted(statuses["before/after"].items())))
+    else:
+        for when, counts in statuses.items():
+            sc.metric(f"client status codes {when}", dict(sorted(counts.items())))
     sc.expect(not bad, "errors other than 503/429 with Retry-After", str(dict(bad)))
     sc.expect(not unanswered, "requests left unanswered (connection error or timeout)", str(dict(unanswered)))
 
 
-def check_streams_clean(sc: Scenario, clients: Sequence[StreamClient], *, exempt: Iterable[str] = ()) -> None:
+def check_streams_clean(
+    sc: Scenario, clients: Sequence[StreamClient], *, killed: Iterable[tuple[str, float]] = ()
+) -> None:
     """Every SSE stream that ended before its terminal event ended cleanly (a complete chunked
-    body), not with a reset or an incomplete read — except streams of a killed replica."""
-    exempt_urls = set(exempt)
+    body), not with a reset or an incomplete read; except streams open on a replica when it was
+    `kill -9`ed (`killed`: base URL, time)."""
+    kills = list(killed)
     ends: Counter[str] = Counter()
     broken: list[str] = []
     for c in clients:
@@ -238,7 +288,8 @@ def check_streams_clean(sc: Scenario, clients: Sequence[StreamClient], *, exempt
                 continue
             kind = a.end.split(":")[0] if a.end.startswith("error") else a.end
             ends[kind] += 1
-            if a.end.startswith("error") and a.base_url not in exempt_urls:
+            died_under_it = any(a.base_url == url and a.t <= t <= a.ended_at for url, t in kills)
+            if a.end.startswith("error") and not died_under_it:
                 broken.append(f"{c.response_id}: {a.end[:140]}")
     sc.metric("stream endings", dict(ends))
     sc.expect(not broken, f"{len(broken)} stream(s) broken instead of ending cleanly", "; ".join(broken[:3]))
@@ -258,7 +309,7 @@ def check_readiness(
     )
 
 
-def check_logs(sc: Scenario, scans: Sequence[LogScan], *, line_budget: int | None = None) -> None:
+def check_logs(sc: Scenario, scans: Sequence[LogScan], *, line_budget: int | None = LOG_LINE_BUDGET) -> None:
     """Zero tracebacks / ASGI exceptions / never-retrieved tasks; at most `line_budget` lines
     per process during the scenario (one line per condition change, not one per request)."""
     total: Counter[str] = Counter()

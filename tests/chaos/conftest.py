@@ -101,15 +101,24 @@ class Replicas:
         self.dead: set[int] = set()
 
     def start(
-        self, database_url: str, count: int = 1, *, app: str = COUNTDOWN, env: dict[str, str] | None = None
+        self,
+        database_url: str,
+        count: int = 1,
+        *,
+        app: str = COUNTDOWN,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> list[ServerProcess]:
-        """Start `count` replicas at once (in parallel: each takes ~1 s to import and bind)."""
+        """Start `count` replicas at once (in parallel: each takes ~1 s to import and bind);
+        `port`: the one replica's port (a restart where its predecessor listened)."""
+        assert port is None or count == 1
         new = [
             ServerProcess(
                 database_url=database_url,
                 app=app,
                 workdir=self.workdir / f"replica-{len(self.all) + i}",
                 env=env,
+                port=port,
             )
             for i in range(count)
         ]

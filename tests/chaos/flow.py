@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from tests.support.servers import ServerProcess
 
 from .checks import (
+    LOG_LINE_BUDGET,
     Scenario,
+    Window,
     check_client_errors,
     check_logs,
     check_replays,
@@ -128,28 +130,35 @@ def conclude(
     sc: Scenario,
     *,
     load: Load,
+    watch: DbWatch,
     servers: Sequence[str],
     logs: Logs,
     prober: Prober | None = None,
-    exempt: Sequence[str] = (),
-    unreachable: Sequence[str] = (),
+    down: Sequence[Window] = (),
+    killed: Sequence[tuple[str, float]] = (),
     settle: float = 30.0,
-    line_budget: int | None = None,
+    line_budget: int | None = LOG_LINE_BUDGET,
+    fault: tuple[float, float] | None = None,
     extra_ids: dict[str, int] | None = None,
 ) -> None:
     """Wait (at most `settle` s) for every response to end, then check everything.
 
-    `exempt`: replicas that were killed (their streams break, their requests go unanswered);
-    `unreachable`: replicas that stopped listening (SIGTERM): a refused connection is no error
-    answer, but what they did answer is judged, and so are their streams' ends."""
-    if prober is not None:
-        prober.stop()
-        load.probe_ids = list(prober.created)
-        sc.invariant(prober.failure is None, f"prober crashed: {prober.failure}")
+    `down`: when replicas were down (killed, restarting, no longer listening after SIGTERM): a
+    request they never answered then is no error answer (what they did answer is judged);
+    `killed`: when replicas were `kill -9`ed: the streams open on them then break;
+    `fault`: when the fault lasted (status codes are reported for it apart)."""
+    sc.phase("fault measured")
     expected = load.expected_ticks()
     expected.update(extra_ids or {})
-    sc.phase("fault measured")
-    final = wait_terminal(sc, servers, expected, timeout=settle)
+    # The probes go on while the load finishes: they see the server just after recovery too.
+    final = wait_terminal(sc, watch, servers, expected, timeout=settle, what="load's responses")
+    if prober is not None:
+        prober.stop()
+        sc.invariant(prober.failure is None, f"prober crashed: {prober.failure}")
+        load.probe_ids = [rid for rid in prober.created if rid not in final]
+        expected.update({rid: 1 for rid in load.probe_ids})
+        final.update(wait_terminal(sc, watch, servers, load.probe_ids, timeout=10, what="probes' responses"))
+        load.probe_ids = list(prober.created)
     sc.phase("all terminal")
     for c in load.clients:
         c.join(max(0.1, min(15.0, c.deadline - time.monotonic())))
@@ -157,6 +166,6 @@ def conclude(
     check_replays(sc, servers[0], final, expected, load.clients)
     sc.phase("replayed")
     attempts = load.attempts() + (prober.results if prober is not None else [])
-    check_client_errors(sc, attempts, exempt=[*exempt, *unreachable])
-    check_streams_clean(sc, load.clients, exempt=exempt)
+    check_client_errors(sc, attempts, down=down, fault=fault)
+    check_streams_clean(sc, load.clients, killed=killed)
     check_logs(sc, logs.scans(), line_budget=line_budget)

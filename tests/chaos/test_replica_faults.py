@@ -105,8 +105,8 @@ def test_kill_one_of_three_replicas(
     prober = Prober(lambda: [s.base_url for s in (b, c)], load.ids[0])
     prober.start()
     killed_wall = time.time()
+    killed = time.monotonic()  # before the signal: its victims see the reset at once
     replicas.kill(a)
-    killed = time.monotonic()
     rows = pg_watch.responses(load.ids)
     in_flight = [rid for rid, (status, _o, _e) in rows.items() if status in ("queued", "in_progress")]
     # When each lease would expire, on our clock: A renewed it last, just before it died.
@@ -139,7 +139,17 @@ def test_kill_one_of_three_replicas(
         max(share.values(), default=0) <= fair,
         f"unfair takeover: {dict(share)} of {len(in_flight)} (at most {fair} each)",
     )
-    conclude(sc, load=load, servers=replicas.live(), logs=logs, prober=prober, exempt=[a.base_url])
+    conclude(
+        sc,
+        load=load,
+        watch=pg_watch,
+        servers=replicas.live(),
+        logs=logs,
+        prober=prober,
+        down=[(a.base_url, killed, math.inf)],
+        killed=[(a.base_url, killed)],
+        fault=(killed, killed + min(progress.values(), default=LEASE)),
+    )
     sc.finish()
 
 
@@ -175,5 +185,15 @@ def test_sigterm_hands_off_to_another_replica(
     sc.metric("replica A drain", f"exit code {code} {fmt_s(exited - term)} after SIGTERM (grace 3 s)")
     sc.expect(exited - term < 3 + 5, f"replica A took {fmt_s(exited - term)} to exit")
     check_disruption(sc, "replica A exit", progress, active, target=TAKEOVER_TARGET, all_within=2.0)
-    conclude(sc, load=load, servers=[b.base_url], logs=logs, prober=prober, unreachable=[a.base_url])
+    # A stops listening when the drain begins: refused connections to it are no error answer.
+    conclude(
+        sc,
+        load=load,
+        watch=pg_watch,
+        servers=[b.base_url],
+        logs=logs,
+        prober=prober,
+        down=[(a.base_url, term, math.inf)],
+        fault=(term, exited + min(progress.values(), default=0.0)),
+    )
     sc.finish()

@@ -307,8 +307,18 @@ class Proxy:
         """Forward one direction, chunk by chunk: sniff markers, hold while paused, delay."""
         assert self._flowing is not None
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+        held = 0  # chunks queued or being delivered by `deliver` (order: they go first)
+
+        async def write(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+            if from_client:
+                self.stats.bytes_up += len(data)
+            else:
+                self.stats.bytes_down += len(data)
 
         async def deliver() -> None:
+            nonlocal held
             assert self._flowing is not None
             while True:
                 item = await queue.get()
@@ -324,12 +334,8 @@ class Proxy:
                 await self._flowing.wait()
                 if conn.closed:
                     return
-                writer.write(data)
-                await writer.drain()
-                if from_client:
-                    self.stats.bytes_up += len(data)
-                else:
-                    self.stats.bytes_down += len(data)
+                await write(data)
+                held -= 1
 
         sender = asyncio.create_task(deliver())
         try:
@@ -346,6 +352,13 @@ class Proxy:
                     if conn.tags & self._blocked:
                         self._kill(conn)
                         break
+                if not held and not self._latency and self._flowing.is_set():
+                    try:
+                        await write(data)  # no fault in place: straight through, no task hop
+                    except (ConnectionError, OSError):
+                        break
+                    continue
+                held += 1
                 queue.put_nowait((time.monotonic() + self._latency, data))
             queue.put_nowait(None)
             with contextlib.suppress(ConnectionError, OSError):
