@@ -148,3 +148,16 @@ def test_reset_is_one_shot(echo_proxy: Proxy) -> None:
     a.close()
     with contextlib.closing(_connect(echo_proxy)) as b:
         assert _roundtrip(b, b"b") == b"b"
+
+
+def test_reset_counts_connections_cut_in_the_middle_of_a_request(echo_proxy: Proxy) -> None:
+    idle = _connect(echo_proxy)
+    assert _roundtrip(idle, b"done") == b"done"  # answered: not in flight
+    busy = _connect(echo_proxy)
+    echo_proxy.slow(0.2)
+    busy.sendall(b"question")  # reaches the server after 0.2 s, its answer the client 0.2 s later
+    time.sleep(0.3)
+    assert echo_proxy.reset() == 2
+    assert echo_proxy.stats.reset_in_flight == 1
+    idle.close()
+    busy.close()

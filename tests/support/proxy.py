@@ -49,6 +49,9 @@ class ProxyStats:
     accepted: int = 0
     refused_upstream: int = 0
     reset: int = 0
+    # Resets of a connection waiting for the server's answer (its client spoke last): a
+    # statement cut in flight, not an idle pooled connection.
+    reset_in_flight: int = 0
     open: int = 0
     bytes_up: int = 0
     bytes_down: int = 0
@@ -66,6 +69,7 @@ class _Conn:
         self._sniff_tail = b""
         self.closed = False
         self.opened_at = time.monotonic()
+        self.awaiting_answer = False  # the client spoke last (request/response protocols)
 
     def sniff(self, data: bytes, markers: set[bytes]) -> set[bytes]:
         """Markers seen for the first time in the client's bytes (across chunk boundaries)."""
@@ -254,6 +258,7 @@ class Proxy:
             return
         conn.closed = True
         self.stats.reset += 1
+        self.stats.reset_in_flight += conn.awaiting_answer
         _rst(conn.client)
         _rst(conn.upstream)
         self._forget(conn)
@@ -310,6 +315,7 @@ class Proxy:
         held = 0  # chunks queued or being delivered by `deliver` (order: they go first)
 
         async def write(data: bytes) -> None:
+            conn.awaiting_answer = from_client
             writer.write(data)
             await writer.drain()
             if from_client:
