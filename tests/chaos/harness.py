@@ -488,9 +488,8 @@ class LogScan:
             if any(m in line for m in BAD_LOG_MARKERS.values()):
                 # The log record that carried it, and the last lines of the traceback that
                 # follows (where the error is named).
-                header = next(
-                    (ln for ln in reversed(lines[max(0, i - 200) : i + 1]) if _RECORD.match(ln)), line
-                )
+                records = (ln for ln in reversed(lines[max(0, i - 200) : i + 1]) if _RECORD.match(ln))
+                header = next((ln for ln in records if not _FRAMEWORK_LINE.search(ln)), line)
                 tail = lines[i + 1 : i + 80]
                 end = next((j for j, ln in enumerate(tail) if _RECORD.match(ln)), len(tail))
                 body = [ln for ln in tail[:end] if ln.strip()]
