@@ -200,6 +200,8 @@ def check_replays(
             _check_client_view(sc, client, replay)
     if not_completed:
         sc.expect(False, f"{len(not_completed)} response(s) not completed", json.dumps(not_completed)[:600])
+    unseen = [c.response_id for c in clients if c.response_id in final and not c.terminal]
+    sc.expect(not unseen, f"{len(unseen)} client(s) never received the terminal event of a finished response")
 
 
 def _check_client_view(sc: Scenario, client: StreamClient, replay: list[dict[str, Any]]) -> None:

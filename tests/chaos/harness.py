@@ -113,10 +113,11 @@ class StreamClient(threading.Thread):
         read_timeout: float = 10.0,
         follow: Callable[[], Sequence[str]] | None = None,
         stream_create: bool = True,
+        start_after: float = 0.0,
     ) -> None:
         """`targets`: the replicas to create on (rotated); `follow`: those to resume the stream
         on (default: `targets`). With `stream_create=False` the POST answers JSON and the client
-        streams from `follow` from the start."""
+        streams from `follow` from the start. `start_after`: seconds to wait before the POST."""
         super().__init__(name=f"client-{label}", daemon=True)
         self.label = label
         self.targets = targets
@@ -130,6 +131,7 @@ class StreamClient(threading.Thread):
             "stream": stream_create,
         }
         self.idempotency_key = idempotency_key
+        self.start_after = start_after
         self.deadline = deadline
         self.read_timeout = read_timeout
         self.response_id: str | None = None
@@ -157,6 +159,7 @@ class StreamClient(threading.Thread):
         timeout = httpx.Timeout(5.0, read=self.read_timeout)
         try:
             with httpx.Client(timeout=timeout, headers=AUTH) as http:
+                time.sleep(self.start_after)
                 while not self.terminal and time.monotonic() < self.deadline:
                     self._attempt(http, "create" if self.response_id is None else "resume")
         except Exception as exc:  # a bug in the harness: surfaced by the checks, never swallowed
