@@ -96,9 +96,10 @@ def stream_events(
     last_event_id: int | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 120,
+    client: httpx.Client | None = None,
 ) -> list[dict[str, Any]]:
     """`GET /responses/{id}?stream=true` (optionally `starting_after` / `Last-Event-ID`): every event
-    until the terminal one or the end of the stream."""
+    until the terminal one or the end of the stream. `client`: reuse one (many replays)."""
     params: dict[str, str] = {"stream": "true"}
     if after is not None:
         params["starting_after"] = str(after)
@@ -106,9 +107,8 @@ def stream_events(
     if last_event_id is not None:
         h["last-event-id"] = str(last_event_id)
     out: list[dict[str, Any]] = []
-    with httpx.stream(
-        "GET", f"{base_url}/responses/{response_id}", params=params, timeout=timeout, headers=h
-    ) as r:
+    stream = client.stream if client is not None else httpx.stream
+    with stream("GET", f"{base_url}/responses/{response_id}", params=params, timeout=timeout, headers=h) as r:
         r.raise_for_status()
         for f in iter_frames(r.iter_lines()):
             if f.json is None:
