@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import errors
-from ..protocol.ids import is_valid_response_id
+from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
 from ..protocol.request import (
     CreateRequest,
     parse_create_request,
@@ -179,6 +179,17 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 "Invalid x-agent-response-id header: use resp_ followed by letters, digits, _ or -.",
                 param="x-agent-response-id",
             )
+        key = request.headers.get("idempotency-key")
+        if chosen is None and key is not None:
+            if not is_valid_idempotency_key(key):
+                raise errors.bad_request(
+                    "Invalid Idempotency-Key header: use 1 to 255 printable characters.",
+                    param="Idempotency-Key",
+                )
+            # A retry with the same key gets the same response: the key names the response id.
+            chosen = idempotent_response_id(user, key)
+        else:
+            key = None
         set_request_context(
             RequestContext(
                 user_id=user,
@@ -187,7 +198,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 request_id=request.headers.get("x-request-id"),
             )
         )
-        created = await host.create(user, req, chosen)
+        created = await host.create(user, req, chosen, idempotency_key=key is not None)
         return await respond(request, created)
 
     async def respond(request: Request, created: Created) -> Response:

@@ -53,6 +53,20 @@ def output_item_id(response_id: str, output_index: int, kind: str) -> str:
     return f"{prefix}_{_digest(f'{response_id}:{output_index}')}"
 
 
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def is_valid_idempotency_key(value: str) -> bool:
+    """1 to 255 printable characters (the IETF `Idempotency-Key` header's value)."""
+    return isinstance(value, str) and 1 <= len(value) <= MAX_IDEMPOTENCY_KEY and value.isprintable()
+
+
+def idempotent_response_id(user_id: str, key: str) -> str:
+    """The response id an `Idempotency-Key` stands for: the same for the same user and key, and
+    another user's same key names another response (a key never reveals someone else's)."""
+    return "resp_idem_" + hashlib.sha256(f"{user_id}\x00{key}".encode()).hexdigest()[:48]
+
+
 def input_item_id(response_id: str, position: int) -> str:
     """Deterministic id for the input item at `position` when the client supplied none."""
     return f"in_{_digest(f'{response_id}:input:{position}')}"

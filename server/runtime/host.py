@@ -133,7 +133,11 @@ class Host:
 
     # -- create -------------------------------------------------------------------------
 
-    async def create(self, user_id: str, req: CreateRequest, response_id: str | None) -> Created:
+    async def create(
+        self, user_id: str, req: CreateRequest, response_id: str | None, *, idempotency_key: bool = False
+    ) -> Created:
+        """Create (and start) a response; `response_id` chosen by the client (`x-agent-response-id`,
+        or derived from an `Idempotency-Key`): a retry with the same id and body gets the same one."""
         if not self.registry.accepting:
             raise errors.unavailable("The server is shutting down; retry on another instance.")
         if len(self.registry) >= self.settings.max_inflight:
@@ -145,7 +149,7 @@ class Host:
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
         encoded = await for_input(len(req.input_items), _encode_sync, req, rid)
         if response_id is not None and req.store:
-            existing = await self._existing(user_id, rid, encoded.request_hash)
+            existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
             if existing is not None:
                 return existing
         prev = await self.continuations.check(user_id, req)
@@ -217,11 +221,20 @@ class Host:
             run.on_finished.append(drop_later)
         return Created(rid, req, _run=run, _subscription=sub)
 
-    async def _existing(self, user_id: str, rid: str, request_hash: str) -> Created | None:
+    async def _existing(
+        self, user_id: str, rid: str, request_hash: str, idempotency_key: bool
+    ) -> Created | None:
         """A client retry with the same client-chosen id gets the same response (idempotency)."""
         row = await self.store.get_response(rid, None)
         if row is None:
             return None
+        if idempotency_key and row.request_hash != request_hash:
+            raise errors.unprocessable(
+                "This Idempotency-Key was already used with a different request body; use a new key "
+                "for a new request.",
+                param="Idempotency-Key",
+                code="idempotency_key_reused",
+            )
         if row.user_id != user_id or row.request_hash != request_hash:
             raise errors.conflict(
                 f"A response with id '{rid}' already exists with a different request; choose a new id.",

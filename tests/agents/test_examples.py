@@ -32,7 +32,9 @@ def test_tools_example_runs_a_tool_and_waits_for_approval(database_url: str, tmp
         assert r1.output[1].output == "order A1 shipped on 2026-11-30"
         assert "order A1 shipped" in r1.output_text
         _validate(srv, r1)
-        r2 = c.responses.create(model="m", input="refund_payment order_id=A1 amount=5", previous_response_id=r1.id)
+        r2 = c.responses.create(
+            model="m", input="refund_payment order_id=A1 amount=5", previous_response_id=r1.id
+        )
         assert _types(r2) == ["mcp_approval_request"]
         request = r2.output[0]
         assert request.name == "refund_payment" and request.server_label == "cashier"
