@@ -26,6 +26,12 @@ from .kit import Kit
 ACTIVE = ("queued", "in_progress")
 
 
+def _zero_usage() -> dict[str, Any]:
+    body = usage(0, 0)
+    body["input_tokens_details"]["cache_write_tokens"] = 0
+    return body
+
+
 def not_offered(what: str, hint: str) -> errors.ProtocolError:
     return errors.ProtocolError(
         501, f"This host does not offer {what}. {hint}", type="invalid_request_error", code="not_implemented"
@@ -85,7 +91,8 @@ def surface_routes(host: Host, kit: Kit, *, model_id: str) -> list[BaseRoute]:
                 "object": "response.compaction",
                 "created_at": int(time.time()),
                 "output": response["output"],
-                "usage": usage(0, 0),
+                # (No model call; `cache_write_tokens` is in the openai SDKs' usage type.)
+                "usage": _zero_usage(),
             }
         )
 
