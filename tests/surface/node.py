@@ -12,7 +12,9 @@ NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 
 def ensure_packages() -> None:
-    if (NODE_DIR / "node_modules" / "openai").is_dir() and (NODE_DIR / "node_modules" / "playwright-core").is_dir():
+    if (NODE_DIR / "node_modules" / "openai").is_dir() and (
+        NODE_DIR / "node_modules" / "playwright-core"
+    ).is_dir():
         return
     npm = shutil.which("npm")
     assert npm, "npm is needed (apt-get install nodejs npm)"

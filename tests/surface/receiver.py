@@ -44,7 +44,7 @@ class Receiver:
         client = OpenAI(api_key="unused", base_url="http://127.0.0.1:9")
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 with receiver._lock:
                     receiver.attempts += 1
@@ -92,7 +92,9 @@ class Receiver:
             if len(self.deliveries) >= n:
                 return list(self.deliveries)
             time.sleep(0.05)
-        raise AssertionError(f"{len(self.deliveries)} deliveries after {timeout} s, wanted {n} ({self.refused})")
+        raise AssertionError(
+            f"{len(self.deliveries)} deliveries after {timeout} s, wanted {n} ({self.refused})"
+        )
 
     def stop(self) -> None:
         self.release()

@@ -82,7 +82,9 @@ def test_the_whole_conversations_flow(agent_server: InProcessServer) -> None:
     assert _texts(desc) == list(reversed(expected))
     assert [i.id for i in desc] == [i.id for i in reversed(asc)]
     # The SDK's own auto-pagination walks the same list.
-    assert [i.id for i in client.conversations.items.list(conv.id, order="asc", limit=2)] == [i.id for i in asc]
+    assert [i.id for i in client.conversations.items.list(conv.id, order="asc", limit=2)] == [
+        i.id for i in asc
+    ]
     for item in asc:
         ITEM.validate_python(item.model_dump())
         got = client.conversations.items.retrieve(item.id, conversation_id=conv.id)

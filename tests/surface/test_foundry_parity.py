@@ -30,15 +30,21 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
 
 
 def _post(srv: InProcessServer, body: dict[str, object], **headers: str) -> httpx.Response:
-    return httpx.post(f"{srv.base_url}/v1/responses", json={"model": "any", **body}, headers=headers, timeout=30)
+    return httpx.post(
+        f"{srv.base_url}/v1/responses", json={"model": "any", **body}, headers=headers, timeout=30
+    )
 
 
 def test_user_id_partitions_every_read(srv: InProcessServer) -> None:
     rid = _post(srv, {"input": "1 delay=0"}, **{"x-agent-user-id": "u1"}).json()["id"]
     for method, path in (("GET", ""), ("GET", "/input_items"), ("POST", "/cancel"), ("DELETE", "")):
-        other = httpx.request(method, f"{srv.base_url}/v1/responses/{rid}{path}", headers={"x-agent-user-id": "u2"})
+        other = httpx.request(
+            method, f"{srv.base_url}/v1/responses/{rid}{path}", headers={"x-agent-user-id": "u2"}
+        )
         assert other.status_code == 404, (method, path)
-    assert httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 200
+    assert (
+        httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 200
+    )
 
 
 def test_chat_isolation_key_partitions_per_chat(srv: InProcessServer) -> None:
@@ -47,7 +53,9 @@ def test_chat_isolation_key_partitions_per_chat(srv: InProcessServer) -> None:
     rid = _post(srv, {"input": "1 delay=0"}, **chat_a).json()["id"]
     assert httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers=chat_a).status_code == 200
     assert httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers=chat_b).status_code == 404
-    assert httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 404
+    assert (
+        httpx.get(f"{srv.base_url}/v1/responses/{rid}", headers={"x-agent-user-id": "u1"}).status_code == 404
+    )
     conv = httpx.post(f"{srv.base_url}/v1/conversations", json={}, headers=chat_a).json()["id"]
     assert httpx.get(f"{srv.base_url}/v1/conversations/{conv}", headers=chat_b).status_code == 404
 
@@ -68,7 +76,9 @@ def test_request_id_call_id_and_server_version_headers(srv: InProcessServer) -> 
     r = _post(srv, {"input": "1 delay=0"}, **{"x-request-id": "req-1", "x-agent-foundry-call-id": "call-1"})
     assert r.headers["x-request-id"] == "req-1" and r.headers["x-agent-foundry-call-id"] == "call-1"
     generated = httpx.get(f"{srv.base_url}/readiness").headers["x-request-id"]
-    assert len(generated) == 32 and generated != httpx.get(f"{srv.base_url}/readiness").headers["x-request-id"]
+    assert (
+        len(generated) == 32 and generated != httpx.get(f"{srv.base_url}/readiness").headers["x-request-id"]
+    )
     assert "responses/2.0.0" in r.headers["x-platform-server"]
 
 
@@ -82,10 +92,15 @@ def test_client_chosen_response_id(srv: InProcessServer) -> None:
 def test_status_codes_for_the_same_mistakes(srv: InProcessServer) -> None:
     base = f"{srv.base_url}/v1/responses"
     assert httpx.get(f"{base}/resp_unknown").status_code == 404
-    assert httpx.post(base, content=b"{not json", headers={"content-type": "application/json"}).status_code == 400
+    assert (
+        httpx.post(base, content=b"{not json", headers={"content-type": "application/json"}).status_code
+        == 400
+    )
     assert _post(srv, {"input": "x", "temperature": 9}).status_code == 400
     foreground = _post(srv, {"input": "1 delay=0"}).json()["id"]
-    assert httpx.post(f"{base}/{foreground}/cancel").status_code == 400  # "Cannot cancel a synchronous response."
+    assert (
+        httpx.post(f"{base}/{foreground}/cancel").status_code == 400
+    )  # "Cannot cancel a synchronous response."
     done = _post(srv, {"input": "1 delay=0", "background": True}).json()["id"]
     deadline = time.monotonic() + 10
     while httpx.get(f"{base}/{done}").json()["status"] != "completed" and time.monotonic() < deadline:
@@ -104,7 +119,9 @@ def test_models_name_the_foundry_agent(srv: InProcessServer) -> None:
 
 def test_platform_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    hosted = Settings.from_env({"FOUNDRY_HOSTING_ENVIRONMENT": "production", "DURABLE_RESPONSES_DATA_DIR": "/x"})
+    hosted = Settings.from_env(
+        {"FOUNDRY_HOSTING_ENVIRONMENT": "production", "DURABLE_RESPONSES_DATA_DIR": "/x"}
+    )
     assert hosted.store.database_url.startswith(f"sqlite:///{tmp_path}/.durable-responses/")
     s = Settings.from_env({"PORT": "9001", "SSE_KEEPALIVE_INTERVAL": "7", "FOUNDRY_AGENT_SESSION_ID": "s"})
     assert (s.http.port, s.http.keepalive_seconds, s.http.agent_session_id) == (9001, 7, "s")

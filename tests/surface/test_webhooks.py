@@ -115,7 +115,9 @@ def test_kill_9_before_the_delivery_still_delivers_after_restart(
     receiver = Receiver(hold_first=True).start()
     env = receiver.env(DURABLE_RESPONSES_WEBHOOK_TIMEOUT_SECONDS="1")
     try:
-        srv = server_factory(database_url, "server.examples.echo:echo", env=env, workdir=tmp_path / "w").start()
+        srv = server_factory(
+            database_url, "server.examples.echo:echo", env=env, workdir=tmp_path / "w"
+        ).start()
         r = srv.client().responses.create(model="any", input="survive", background=True)
         # The terminal event is committed and the first attempt is on the wire, unanswered.
         assert receiver.holding.wait(20)
