@@ -198,7 +198,7 @@ def test_cancel(database_url: str, server_factory: Any) -> None:
     # Completed background -> 400 (as OpenAI and Foundry's hosting library answer).
     quick = client.responses.create(model="c", input="1 delay=0.01", background=True)
     wait_status(srv, quick.id)
-    with pytest.raises(openai.ConflictError):
+    with pytest.raises(openai.BadRequestError):
         client.responses.cancel(quick.id)
     with httpx.Client(base_url=srv.base_url, timeout=10) as c:
         assert_error_shape(c.post(f"/responses/{quick.id}/cancel"), 400)
