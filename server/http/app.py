@@ -12,6 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -21,10 +22,10 @@ from sse_starlette import EventSourceResponse
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..protocol import errors
 from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
@@ -39,7 +40,11 @@ from ..runtime.context import RequestContext, set_request_context
 from ..runtime.host import Created, Host
 from ..runtime.relay import ResponseStream
 from .auth import Authenticator
+from .conversations import conversation_routes
+from .kit import Kit
+from .platform import PlatformHeaders, server_version
 from .settings import HttpSettings
+from .surface import surface_routes
 
 log = logging.getLogger("durable_responses.http")
 
@@ -190,16 +195,23 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
             chosen = idempotent_response_id(user, key)
         else:
             key = None
+        # Foundry's session: the request's own, the platform's header, else the container's.
+        session = req.agent_session_id or request.headers.get("x-agent-session-id") or cfg.agent_session_id
+        if session and session != req.agent_session_id:
+            req = dataclasses.replace(req, agent_session_id=session)
         set_request_context(
             RequestContext(
                 user_id=user,
                 foundry_call_id=request.headers.get("x-agent-foundry-call-id"),
-                session_id=request.headers.get("x-agent-session-id"),
+                session_id=session,
                 request_id=request.headers.get("x-request-id"),
             )
         )
         created = await host.create(user, req, chosen, idempotency_key=key is not None)
-        return await respond(request, created)
+        response = await respond(request, created)
+        if session:
+            response.headers["x-agent-session-id"] = session
+        return response
 
     async def respond(request: Request, created: Created) -> Response:
         req = created.request
@@ -249,7 +261,12 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     async def liveness(request: Request) -> Response:
         return JSONResponse({"status": "alive"})
 
+    kit = Kit(guarded=guarded, user_of=user_of, read_body=read_body)
+    model_id = ":".join(p for p in (cfg.agent_name, cfg.agent_version) if p) or host.app.name
     api = [
+        # Before `/responses/{response_id}`: `compact` and `input_tokens` are not response ids.
+        *surface_routes(host, kit, model_id=model_id),
+        *conversation_routes(host, kit),
         Route("/responses", guarded(create), methods=["POST"]),
         Route("/responses/{response_id}", guarded(retrieve), methods=["GET"]),
         Route("/responses/{response_id}", guarded(delete), methods=["DELETE"]),
@@ -285,35 +302,40 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         routes=routes,
         lifespan=lifespan,
         exception_handlers={404: not_found_handler, 405: method_not_allowed},
-        middleware=[Middleware(EchoRequestIds)],
+        middleware=_middleware(cfg),
     )
     app.state.host = host
     return app
 
 
-class EchoRequestIds:
-    """Echo `x-request-id` and `x-agent-foundry-call-id` on every response (for tracing)."""
+# What a browser page may read of a response (the SDKs read these; SSE needs none).
+EXPOSED_HEADERS = [
+    "x-request-id",
+    "x-agent-session-id",
+    "x-agent-foundry-call-id",
+    "x-should-retry",
+    "retry-after",
+    "x-platform-server",
+]
 
-    _ECHO = (b"x-request-id", b"x-agent-foundry-call-id")
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        echo = [(k, v) for k, v in scope["headers"] if k in self._ECHO]
-        if not echo:
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_ids(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *echo]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_ids)
+def _middleware(cfg: HttpSettings) -> list[Middleware]:
+    stack = [Middleware(PlatformHeaders, version=server_version())]
+    if cfg.cors_origins:
+        stack.insert(
+            0,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cfg.cors_origins),
+                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                # Every header a client asks for (Authorization, Last-Event-ID, Content-Type, the
+                # SDKs' x-stainless-*, Foundry's x-agent-*) is reflected in the preflight.
+                allow_headers=["*"],
+                expose_headers=EXPOSED_HEADERS,
+                max_age=600,
+            ),
+        )
+    return stack
 
 
 async def _wait_disconnect(request: Request) -> None:

@@ -5,10 +5,12 @@ Invariant: every request resolves to exactly one user id, which scopes every rea
 key's principal is the partition, and an `x-agent-user-id` header only subdivides it
 (`alice/<header>`), so no key holder can reach another principal's responses. With the single
 shared key (or none) the header alone is the partition, as on Foundry, where the platform sets it.
+An `x-agent-chat-isolation-key` header subdivides the partition once more, one per chat.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Mapping
 
@@ -16,6 +18,8 @@ from ..protocol import errors
 from ..protocol.ids import is_valid_user_id
 
 DEFAULT_USER = ""
+# Foundry's per-chat partition inside a user's (`x-agent-chat-isolation-key`).
+CHAT_KEY_HEADER = "x-agent-chat-isolation-key"
 
 
 def parse_principal_keys(raw: str) -> dict[str, str]:
@@ -50,7 +54,13 @@ class Authenticator:
         if user and not is_valid_user_id(user):
             raise errors.bad_request("Invalid x-agent-user-id header.", param="x-agent-user-id")
         if principal:
-            return f"{principal}/{user}" if user else principal
+            user = f"{principal}/{user}" if user else principal
+        chat = headers.get(CHAT_KEY_HEADER) or ""
+        if chat:
+            if not is_valid_user_id(chat):
+                raise errors.bad_request(f"Invalid {CHAT_KEY_HEADER} header.", param=CHAT_KEY_HEADER)
+            # Each chat is its own partition within the user's (a digest: bounded length).
+            user = f"{user}#chat:{hashlib.sha256(chat.encode()).hexdigest()[:32]}"
         return user or DEFAULT_USER
 
     def _principal(self, headers: Mapping[str, str]) -> str:

@@ -41,6 +41,33 @@ class HttpSettings(EnvSection):
         15.0, "SSE_KEEPALIVE_INTERVAL", "Seconds between SSE keep-alive comments.", gt=0
     )
 
+    cors_origins: tuple[str, ...] = env_field(
+        (),
+        "DURABLE_RESPONSES_CORS_ORIGINS",
+        "Browser origins allowed to call the server (comma-separated, or `*`); unset: CORS is off.",
+    )
+    agent_session_id: str | None = env_field(
+        None,
+        "FOUNDRY_AGENT_SESSION_ID",
+        "Set by Foundry: the session id of responses whose request names none (`agent_session_id`, "
+        "`x-agent-session-id`); returned as `x-agent-session-id` and the response's `agent_session_id`.",
+    )
+    agent_name: str | None = env_field(
+        None,
+        "FOUNDRY_AGENT_NAME",
+        "Set by Foundry: the hosted agent's name, the model id `/v1/models` lists.",
+    )
+    agent_version: str | None = env_field(
+        None, "FOUNDRY_AGENT_VERSION", "Set by Foundry: the agent's version (the model id is `name:version`)."
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(o.strip() for o in value.split(",") if o.strip())
+        return value
+
     @field_validator("principal_keys", mode="before")
     @classmethod
     def _keys(cls, value: Any) -> Any:

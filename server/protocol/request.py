@@ -60,7 +60,9 @@ _SDK_PARAMETERS = frozenset(
     }
 )  # fmt: skip
 # ... and how Foundry clients name the agent to run (`extra_body`).
-KNOWN_PARAMETERS = _SCHEMA_PARAMETERS | _SDK_PARAMETERS | {"agent_reference", "agent"}
+# (`agent_session_id`: Foundry's session affinity, returned on the response.)
+KNOWN_PARAMETERS = _SCHEMA_PARAMETERS | _SDK_PARAMETERS | {"agent_reference", "agent", "agent_session_id"}
+MAX_SESSION_ID = 256
 
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
@@ -107,6 +109,7 @@ class CreateRequest:
     parallel_tool_calls: bool = True
     include: list[str] = field(default_factory=list)
     agent_reference: dict[str, Any] | None = None
+    agent_session_id: str | None = None
     temperature: float | None = None
     top_p: float | None = None
     presence_penalty: float | None = None
@@ -205,6 +208,7 @@ def parse_create_request(body: object) -> CreateRequest:
             for i, v in enumerate(want_list(b.get("include", []), "include"))
         ],
         agent_reference=_agent_reference(b),
+        agent_session_id=_opt_str(b, "agent_session_id", MAX_SESSION_ID),
         temperature=_opt_number(b, "temperature", 0.0, 2.0),
         top_p=_opt_number(b, "top_p", 0.0, 1.0),
         presence_penalty=_opt_number(b, "presence_penalty", -2.0, 2.0),

@@ -112,6 +112,8 @@ def build_response(
         body["conversation"] = {"id": conversation}
     if req.agent_reference is not None:
         body["agent_reference"] = copy.deepcopy(req.agent_reference)
+    if req.agent_session_id is not None:
+        body["agent_session_id"] = req.agent_session_id
     return body
 
 

@@ -393,8 +393,17 @@ class Continuations:
     async def history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
         """Prior turns' input and output, oldest first, for a plain agent."""
         messages: list[Any] = []
+        # Items deleted from a conversation's item list are left out of the history rebuilt here.
+        hidden = (
+            await self.store.conversations.hidden_ids(user_id, req.conversation_id)
+            if req.conversation_id
+            else set()
+        )
         for row in await self._chain(user_id, req, rid):
             inputs, outputs = await self._turn_items(user_id, row)
+            if hidden:
+                inputs = [i for i in inputs if i.get("id") not in hidden]
+                outputs = [o for o in outputs if o.get("id") not in hidden]
             messages.extend(input_items_to_messages(inputs))
             messages.extend(output_items_to_messages(outputs))
         return messages

@@ -46,6 +46,7 @@ from ..store import (
 from ._offload import for_input
 from .apps import HostedApp
 from .continuation import Continuations
+from .conversations import ConversationService
 from .launcher import Launcher
 from .leases import LeaseKeeper
 from .memory import MemorySink
@@ -55,6 +56,7 @@ from .registry import RunRegistry
 from .relay import Relay, ResponseStream
 from .run import ResponseRun, StopKind
 from .settings import RuntimeSettings
+from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.host")
 
@@ -89,10 +91,12 @@ class Host:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.registry = RunRegistry()
         self.continuations = Continuations(store, app, self.settings.checkpoint_types)
-        self.launcher = Launcher(store, app, self.settings, self.registry, self.owner)
+        self.webhooks = Webhooks(store, self.settings, self.owner)
+        self.launcher = Launcher(store, app, self.settings, self.registry, self.owner, self.webhooks)
         self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
         self.leases = LeaseKeeper(store, self.registry, self.owner)
         self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, self.settings)
+        self.conversations = ConversationService(store, self.continuations)
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -101,6 +105,7 @@ class Host:
         await self.store.start()
         self._tasks.append(asyncio.create_task(self.leases.loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
+        self._tasks.append(asyncio.create_task(self.webhooks.loop(), name="webhook-loop"))
 
     def begin_shutdown(self) -> None:
         """SIGTERM: refuse new responses (503) and end the streams of background responses.
@@ -152,6 +157,25 @@ class Host:
             existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
             if existing is not None:
                 return existing
+        # Items added to the conversation by hand since its last turn begin this turn's input.
+        added = await self.conversations.take(user_id, req, rid)
+        if not added:
+            return await self._create(user_id, req, rid, encoded)
+        client_hash = encoded.request_hash  # a retry is the same request without them
+        req = dataclasses.replace(encoded.request, input_items=[*added, *encoded.request.input_items])
+        encoded = dataclasses.replace(
+            await for_input(len(req.input_items), _encode_sync, req, rid), request_hash=client_hash
+        )
+        created = False
+        try:
+            result = await self._create(user_id, req, rid, encoded)
+            created = True
+            return result
+        finally:
+            if not created and req.store:
+                await self.conversations.give_back(rid)
+
+    async def _create(self, user_id: str, req: CreateRequest, rid: str, encoded: _Encoded) -> Created:
         prev = await self.continuations.check(user_id, req)
         req = encoded.request
         now = time.time()
@@ -160,8 +184,6 @@ class Host:
             answered = await self.continuations.answer_pending(user_id, prev, req, rid)
         if not req.store:
             return await self._create_in_memory(user_id, req, rid, now)
-        if req.conversation_id:
-            await self.store.ensure_conversation(user_id, req.conversation_id)
         status = "queued" if req.background else "in_progress"
         row = ResponseRow(
             id=rid,
@@ -211,7 +233,7 @@ class Host:
             lineage=lineage_for(req, rid),
             queued=status == "queued",
         )
-        sink = self.launcher.sink(rid, len(events))
+        sink = self.launcher.sink(rid, len(events), background=req.background)
         run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream)
         if sub is not None:
             # Normally the relay closes it; this is for a stream that never started.
@@ -354,7 +376,12 @@ class Host:
                 code="not_background",
             )
         if row.status in TERMINAL_STATUSES and row.status != "cancelled":
-            raise errors.conflict(f"Cannot cancel a {row.status} response.", code="response_not_cancellable")
+            # 400, as OpenAI and Foundry's hosting library answer it.
+            raise errors.bad_request(
+                f"Cannot cancel a {row.status} response.",
+                param="response_id",
+                code="response_not_cancellable",
+            )
         if row.status != "cancelled":
             await self.store.request_cancel(response_id, user_id)
             run = self.registry.stop(response_id, StopKind.CANCELLED)
@@ -371,7 +398,13 @@ class Host:
         return await self.get(user_id, response_id)
 
     async def delete(self, user_id: str, response_id: str) -> None:
-        await self.get_row(user_id, response_id)
+        row = await self.get_row(user_id, response_id)
+        if row.background and row.status not in TERMINAL_STATUSES:
+            raise errors.bad_request(
+                "Cannot delete an in-flight response: cancel it first, or wait for it to end.",
+                param="response_id",
+                code="response_in_progress",
+            )
         self.registry.stop(response_id, StopKind.ABANDON)
         if not await self.store.delete_response(response_id, user_id):
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")

@@ -30,6 +30,7 @@ from .run import ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
 from .usage import UsageMeter, ensure_usage_spans
+from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.launcher")
 
@@ -40,9 +41,16 @@ START_AT_MOST = 0.05
 
 class Launcher:
     def __init__(
-        self, store: Store, app: HostedApp, settings: RuntimeSettings, registry: RunRegistry, owner: str
+        self,
+        store: Store,
+        app: HostedApp,
+        settings: RuntimeSettings,
+        registry: RunRegistry,
+        owner: str,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self._store = store
+        self._webhooks = webhooks
         self._app = app
         self._settings = settings
         self._registry = registry
@@ -51,10 +59,22 @@ class Launcher:
         # Usage is counted from the framework's model-call spans (see `usage`).
         ensure_usage_spans()
 
-    def sink(self, response_id: str, start_seq: int, delivery: Delivery | str | None = None) -> SqlSink:
-        """The sink a stored run of `response_id` writes through, from `start_seq` on."""
+    def sink(
+        self,
+        response_id: str,
+        start_seq: int,
+        delivery: Delivery | str | None = None,
+        *,
+        background: bool = False,
+    ) -> SqlSink:
+        """The sink a stored run of `response_id` writes through, from `start_seq` on (a
+        background response's end also commits its webhook event, when webhooks are on)."""
         live = (delivery or self._settings.delivery) == Delivery.LIVE
-        return SqlSink(self._store, response_id, self.owner, live=live, start_seq=start_seq)
+        sink = SqlSink(self._store, response_id, self.owner, live=live, start_seq=start_seq)
+        if background and self._webhooks is not None and self._webhooks.enabled:
+            sink.webhook_for = self._webhooks.event_for
+            sink.on_webhook = self._webhooks.wake
+        return sink
 
     def launch(
         self,

@@ -101,7 +101,7 @@ class Recovery:
         open_items, highest = reopen_from_events(row.id, parsed)
         next_index = max(await store.max_output_index(row.id), highest) + 1
         start_seq = max(await store.max_event_seq(row.id), raw[-1].seq if raw else -1) + 1
-        sink = self._launcher.sink(row.id, start_seq, row.delivery)
+        sink = self._launcher.sink(row.id, start_seq, row.delivery, background=row.background)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
         for item in open_items:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from ..envsettings import EnvSection, env_field
+from ..protocol.webhooks import parse_secret
 
 DEFAULT_APP = "server.examples.echo:echo"
 
@@ -88,6 +89,75 @@ class RuntimeSettings(EnvSection):
         "relays catch up (4 ms measured best for a 1000-output burst).",
         gt=0,
     )
+
+    webhook_urls: tuple[str, ...] = env_field(
+        (),
+        "DURABLE_RESPONSES_WEBHOOK_URL",
+        "Endpoints (comma-separated) that get a signed webhook event (`response.completed`, "
+        "`.failed`, `.cancelled`, `.incomplete`) when a background response ends.",
+    )
+    webhook_secret: str | None = env_field(
+        None,
+        "DURABLE_RESPONSES_WEBHOOK_SECRET",
+        "The Standard Webhooks signing secret, `whsec_<base64 key>` (required with "
+        "DURABLE_RESPONSES_WEBHOOK_URL); verify with the openai SDK's `webhooks.unwrap`.",
+    )
+    webhook_timeout_seconds: float = env_field(
+        10.0,
+        "DURABLE_RESPONSES_WEBHOOK_TIMEOUT_SECONDS",
+        "How long a webhook endpoint may take to answer one attempt (then it is retried).",
+        gt=0,
+    )
+    webhook_max_attempts: int = env_field(
+        12,
+        "DURABLE_RESPONSES_WEBHOOK_MAX_ATTEMPTS",
+        "Attempts per event and endpoint before its delivery ends `failed` (logged).",
+        ge=1,
+    )
+    webhook_retry_seconds: float = env_field(
+        5.0,
+        "DURABLE_RESPONSES_WEBHOOK_RETRY_SECONDS",
+        "Delay before the first retry; each further retry waits twice as long (jittered).",
+        gt=0,
+    )
+    webhook_max_retry_seconds: float = env_field(
+        3600.0,
+        "DURABLE_RESPONSES_WEBHOOK_MAX_RETRY_SECONDS",
+        "The longest wait between two attempts.",
+        gt=0,
+    )
+    webhook_poll_seconds: float = env_field(
+        2.0,
+        "DURABLE_RESPONSES_WEBHOOK_POLL_SECONDS",
+        "How often a replica looks for due webhook deliveries (its own are sent at once).",
+        gt=0,
+    )
+
+    @field_validator("webhook_urls", mode="before")
+    @classmethod
+    def _urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = tuple(u.strip() for u in value.split(",") if u.strip())
+        for url in value:
+            if not str(url).startswith(("http://", "https://")):
+                raise ValueError(f"a webhook URL must start with http:// or https:// (got {str(url)[:80]!r})")
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _secret(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_secret(value)
+        return value
+
+    @model_validator(mode="after")
+    def _secret_with_urls(self) -> RuntimeSettings:
+        if self.webhook_urls and not self.webhook_secret:
+            raise ValueError(
+                "DURABLE_RESPONSES_WEBHOOK_URL is set but DURABLE_RESPONSES_WEBHOOK_SECRET is not: "
+                "webhooks are always signed (whsec_ followed by a base64 key)"
+            )
+        return self
 
     @field_validator("checkpoint_types", mode="before")
     @classmethod

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..protocol.sse import dumps
@@ -34,9 +34,13 @@ from ..store import (
     OutputItemRow,
     PendingRequestRow,
     Store,
+    WebhookEvent,
     Write,
 )
 from .mapping import ClosedItem
+
+# Given a response's end, the webhook event to commit with it (None: none is sent).
+WebhookFor = Callable[[str, Finish], WebhookEvent | None]
 
 
 class Sink(ABC):
@@ -130,6 +134,10 @@ class SqlSink(Sink):
         # with the loop time they were handed over at.
         self._inflight: deque[tuple[float, asyncio.Future[None]]] = deque()
         self.failure = None
+        # Background responses with webhooks configured: the end's event rides with the end
+        # (one transaction), and `on_webhook` is told once it is committed.
+        self.webhook_for: WebhookFor | None = None
+        self.on_webhook: Callable[[], None] | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         seq = self.seq
@@ -193,9 +201,13 @@ class SqlSink(Sink):
             finish=finish,
             prune=prune,
             urgent=urgent,
+            webhook=self.webhook_for(self._rid, finish) if finish is not None and self.webhook_for else None,
         )
         self._pending = []
         fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
+        if write.webhook is not None and self.on_webhook is not None:
+            wake = self.on_webhook
+            fut.add_done_callback(lambda f: wake() if not f.cancelled() and f.exception() is None else None)
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut

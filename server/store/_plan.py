@@ -22,7 +22,7 @@ from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, updat
 from sqlalchemy.sql import Executable
 
 from . import _tables as t
-from .records import CheckpointRow, ResponseRow, Write
+from .records import CheckpointRow, ResponseRow, WebhookEvent, Write
 
 
 @dataclass(slots=True)
@@ -56,6 +56,8 @@ _FINISH = (
         lease_expires_at=None,
     )
 )
+_INSERT_WEBHOOK_EVENT = insert(t.webhook_events)
+_INSERT_WEBHOOK_DELIVERY = insert(t.webhook_deliveries)
 _INSERTS = {
     table.name: insert(table)
     for table in (t.input_items, t.events, t.output_items, t.checkpoints, t.pending_requests)
@@ -157,6 +159,8 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
             tail.append(Op(_FINISH, finish))
         if w.prune is not None:
             tail.append(prune_op(rid, *w.prune))
+        if w.webhook is not None:
+            tail.extend(webhook_ops(w.webhook, now))
     for table, rows in (
         (t.input_items, inputs),
         (t.events, events),
@@ -179,6 +183,31 @@ def prune_op(response_id: str, user_id: str, lineage: str | None) -> Op:
     return Op(_PRUNE, {"b_id": response_id, "b_user": user_id, "b_lineage": lineage})
 
 
+def webhook_ops(event: WebhookEvent, now: float) -> list[Op]:
+    """The webhook event of a response's end and one delivery per endpoint (due at once)."""
+    row = {
+        "id": event.event_id,
+        "response_id": event.response_id,
+        "type": event.type,
+        "created_at": event.created_at,
+        "data": event.data,
+    }
+    deliveries = [
+        {
+            "event_id": event.event_id,
+            "endpoint": url,
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        for url in event.endpoints
+    ]
+    ops = [Op(_INSERT_WEBHOOK_EVENT, row)]
+    if deliveries:
+        ops.append(Op(_INSERT_WEBHOOK_DELIVERY, deliveries))
+    return ops
+
+
 def response_ids(writes: Sequence[Write]) -> set[str]:
     return {w.response_id for w in writes}
 
@@ -189,7 +218,14 @@ def response_ids(writes: Sequence[Write]) -> set[str]:
 def qualifies(w: Write) -> bool:
     """Whether `w` may take a dialect's fast path: an owned write of events, closed items, a
     checkpoint and a status change (the writes of every superstep)."""
-    return w.owner is not None and w.create is None and w.finish is None and w.prune is None and not w.pending
+    return (
+        w.owner is not None
+        and w.create is None
+        and w.finish is None
+        and w.prune is None
+        and not w.pending
+        and w.webhook is None
+    )
 
 
 def is_plain_creation(w: Write) -> bool:
@@ -203,6 +239,7 @@ def is_plain_creation(w: Write) -> bool:
         and w.status is None
         and w.finish is None
         and w.prune is None
+        and w.webhook is None
     )
 
 
@@ -215,6 +252,7 @@ def is_plain_end(w: Write) -> bool:
         and w.create is None
         and w.checkpoint is None
         and not w.pending
+        and w.webhook is None  # (a webhook event takes the general path: `webhook_ops`)
     )
 
 

@@ -12,7 +12,14 @@ Tables:
 - `checkpoints`: workflow checkpoints, ordered by the host's own `seq` (never by the
   framework's `iteration_count` or timestamps), each committed with the events before it.
 - `pending_requests`: human-in-the-loop requests a paused workflow waits on.
-- `conversations`: conversation ids, one namespace per user.
+- `conversations`: conversation ids, one namespace per user; their metadata, and when one
+  was deleted (a deleted id is never reused).
+- `conversation_items`: items added to a conversation by hand (`POST .../items`, or created
+  with it), in order (`seq`); `response_id` is the turn that took them as its input.
+- `conversation_hidden_items`: items of a conversation's turns deleted from its item list.
+- `webhook_events`: one row per webhook event (`evt_...`), committed with the terminal event
+  of the background response it reports.
+- `webhook_deliveries`: one row per event and endpoint: attempts, the next one, its lease.
 """
 
 from __future__ import annotations
@@ -142,6 +149,71 @@ conversations = Table(
     Column("user_id", String(256), primary_key=True),
     Column("id", String(128), primary_key=True),
     Column("created_at", Float, nullable=False),
+    Column("metadata", Text, nullable=False, server_default="{}"),
+    Column("deleted_at", Float, nullable=True),
 )
 
-ALL_TABLES = (responses, input_items, output_items, events, checkpoints, pending_requests, conversations)
+conversation_items = Table(
+    "conversation_items",
+    metadata,
+    Column("seq", _BigId, primary_key=True, autoincrement=True),
+    Column("user_id", String(256), nullable=False),
+    Column("conversation_id", String(128), nullable=False),
+    Column("item_id", String(128), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    # The turn that took this item as its input (NULL: not yet; a claim whose response was
+    # never committed is taken again after a while, see `conversations.ConversationStore`).
+    Column("response_id", String(128), nullable=True),
+    Column("claimed_at", Float, nullable=True),
+)
+Index("ix_conversation_items_conv", conversation_items.c.user_id, conversation_items.c.conversation_id)
+Index("ix_conversation_items_response", conversation_items.c.response_id)
+
+conversation_hidden_items = Table(
+    "conversation_hidden_items",
+    metadata,
+    Column("user_id", String(256), primary_key=True),
+    Column("conversation_id", String(128), primary_key=True),
+    Column("item_id", String(128), primary_key=True),
+)
+
+webhook_events = Table(
+    "webhook_events",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("response_id", String(128), nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("data", Text, nullable=False),  # the payload, exactly the body sent
+)
+Index("ix_webhook_events_response", webhook_events.c.response_id)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("event_id", String(64), primary_key=True),
+    Column("endpoint", String(2048), primary_key=True),
+    Column("status", String(16), nullable=False),  # pending | delivered | failed
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", Float, nullable=False),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_expires_at", Float, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("delivered_at", Float, nullable=True),
+)
+Index("ix_webhook_deliveries_due", webhook_deliveries.c.status, webhook_deliveries.c.next_attempt_at)
+
+ALL_TABLES = (
+    responses,
+    input_items,
+    output_items,
+    events,
+    checkpoints,
+    pending_requests,
+    conversations,
+    conversation_items,
+    conversation_hidden_items,
+    webhook_events,
+    webhook_deliveries,
+)

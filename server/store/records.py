@@ -97,6 +97,19 @@ class Finish:
     usage: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class WebhookEvent:
+    """A webhook event (OpenAI's payload, `data` exactly the body sent) and the endpoints it
+    goes to: committed with the terminal event of the response it reports."""
+
+    event_id: str
+    response_id: str
+    type: str
+    created_at: float
+    data: str
+    endpoints: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class Write:
     """One unit of the outbox: everything one response commits together.
@@ -118,6 +131,8 @@ class Write:
     # (lineage None: leave the lineage's other checkpoints alone).
     prune: tuple[str, str | None] | None = None
     lease_until: float | None = None
+    # A background response's end: its webhook event, committed in the same transaction.
+    webhook: WebhookEvent | None = None
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.
     urgent: bool = False

@@ -25,6 +25,7 @@ from . import _pg_listen
 from . import _tables as t
 from ._engine import POSTGRESQL, Database, open_database
 from ._plan import prune_op
+from .conversations import ConversationStore
 from .notify import Notifier
 from .outbox import Outbox, write_all
 from .records import (
@@ -38,6 +39,7 @@ from .records import (
     ResponseRow,
     Write,
 )
+from .webhooks import WebhookStore
 
 
 def _response(row: Any) -> ResponseRow:
@@ -67,6 +69,8 @@ class Store:
         self.outbox = Outbox(
             db, self.notifier, commit_window=commit_window, max_batch=max_batch, lease_seconds=lease_seconds
         )
+        self.conversations = ConversationStore(db)
+        self.webhooks = WebhookStore(db)
 
     @classmethod
     def open(cls, url: str, **kwargs: Any) -> Store:
@@ -259,7 +263,15 @@ class Store:
             )
             if res.rowcount != 1:
                 return False
-            for table in (t.input_items, t.output_items, t.events, t.checkpoints, t.pending_requests):
+            # (Items added to a conversation by hand that this response took as input go with it.)
+            for table in (
+                t.input_items,
+                t.output_items,
+                t.events,
+                t.checkpoints,
+                t.pending_requests,
+                t.conversation_items,
+            ):
                 await conn.execute(delete(table).where(table.c.response_id == response_id))
         self.notifier.publish(response_id)
         return True

@@ -1,0 +1,113 @@
+"""The rest of what OpenAI clients call: `/models`, `/responses/compact`, `/responses/input_tokens`.
+
+Invariant: every POST an openai SDK makes is answered for what it is, never with a 405:
+`compact` is implemented in its `previous_response_id` form (the stored response's output is
+the compacted window: a summary is the agent's decision, not the host's), its `input` form and
+`input_tokens` are a 501 saying this host does not offer them (it cannot count tokens for an
+arbitrary agent's model honestly). `/models` lists the hosted app as the one model.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..protocol import errors
+from ..protocol.ids import is_valid_response_id
+from ..protocol.response import usage
+from ..runtime.host import Host
+from .kit import Kit
+
+ACTIVE = ("queued", "in_progress")
+
+
+def _zero_usage() -> dict[str, Any]:
+    body = usage(0, 0)
+    body["input_tokens_details"]["cache_write_tokens"] = 0
+    return body
+
+
+def not_offered(what: str, hint: str) -> errors.ProtocolError:
+    return errors.ProtocolError(
+        501, f"This host does not offer {what}. {hint}", type="invalid_request_error", code="not_implemented"
+    )
+
+
+def surface_routes(host: Host, kit: Kit, *, model_id: str) -> list[BaseRoute]:
+    started = int(time.time())
+
+    def model() -> dict[str, Any]:
+        return {"id": model_id, "object": "model", "created": started, "owned_by": "durable-responses"}
+
+    async def list_models(request: Request) -> Response:
+        kit.user_of(request)  # authenticated like every route
+        return JSONResponse({"object": "list", "data": [model()]})
+
+    async def get_model(request: Request) -> Response:
+        kit.user_of(request)
+        wanted = request.path_params["model_id"]
+        if wanted != model_id:
+            raise errors.not_found(
+                f"The model '{wanted[:128]}' does not exist; this host serves '{model_id}'.", param="model"
+            )
+        return JSONResponse(model())
+
+    async def compact(request: Request) -> Response:
+        user = kit.user_of(request)
+        body = await kit.read_json(request, empty={})
+        if not isinstance(body, dict):
+            raise errors.bad_request("The request body must be a JSON object.", code="invalid_type")
+        prev = body.get("previous_response_id")
+        if body.get("input") not in (None, "", []):
+            raise not_offered(
+                "compacting an input it has not stored",
+                "Compact a stored response instead: pass previous_response_id (and no input).",
+            )
+        if not isinstance(prev, str) or not prev:
+            raise errors.bad_request(
+                "previous_response_id is required: this host compacts a stored response to its output.",
+                param="previous_response_id",
+                code="missing_required_parameter",
+            )
+        if not is_valid_response_id(prev):
+            raise errors.not_found(
+                f"Response with id '{prev[:128]}' not found.", param="previous_response_id"
+            )
+        response = await host.get(user, prev)
+        if response["status"] in ACTIVE:
+            raise errors.conflict(
+                f"Response '{prev}' is still {response['status']}; compact it once it has ended.",
+                code="previous_response_in_progress",
+                param="previous_response_id",
+            )
+        return JSONResponse(
+            {
+                "id": "cmp_" + secrets.token_hex(24),
+                "object": "response.compaction",
+                "created_at": int(time.time()),
+                "output": response["output"],
+                # (No model call; `cache_write_tokens` is in the openai SDKs' usage type.)
+                "usage": _zero_usage(),
+            }
+        )
+
+    async def input_tokens(request: Request) -> Response:
+        kit.user_of(request)
+        raise not_offered(
+            "input token counts",
+            "It hosts agents whose models and tokenizers it does not know, so it cannot count honestly; "
+            "see each response's usage instead.",
+        )
+
+    g = kit.guarded
+    return [
+        Route("/models", g(list_models), methods=["GET"]),
+        Route("/models/{model_id:path}", g(get_model), methods=["GET"]),
+        Route("/responses/compact", g(compact), methods=["POST"]),
+        Route("/responses/input_tokens", g(input_tokens), methods=["POST"]),
+    ]
