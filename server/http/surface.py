@@ -27,9 +27,7 @@ ACTIVE = ("queued", "in_progress")
 
 
 def _zero_usage() -> dict[str, Any]:
-    body = usage(0, 0)
-    body["input_tokens_details"]["cache_write_tokens"] = 0
-    return body
+    return usage(0, 0)
 
 
 def not_offered(what: str, hint: str) -> errors.ProtocolError:

@@ -23,7 +23,9 @@ def usage(
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
-        "input_tokens_details": {"cached_tokens": cached_tokens},
+        # `cache_write_tokens` is not in the Open Responses schema (extra keys are allowed) but the
+        # openai SDK's `ResponseUsage` requires it.
+        "input_tokens_details": {"cached_tokens": cached_tokens, "cache_write_tokens": 0},
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
     }
 

@@ -172,7 +172,7 @@ def test_usage() -> None:
         "input_tokens": 2,
         "output_tokens": 3,
         "total_tokens": 5,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens_details": {"reasoning_tokens": 0},
     }
 
