@@ -37,7 +37,8 @@ from ..protocol.request import (
 )
 from ..protocol.response import deleted_body
 from ..runtime.context import RequestContext, set_request_context
-from ..runtime.host import Created, Host
+from ..runtime.creation import Created
+from ..runtime.host import Host
 from ..runtime.relay import ResponseStream
 from .auth import Authenticator
 from .conversations import conversation_routes

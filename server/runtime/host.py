@@ -5,8 +5,8 @@ runs, draining), the `Launcher` (builds and starts runs, for creation and recove
 `Relay` (committed events as SSE frames), the `LeaseKeeper`, `Recovery` and `Continuations`.
 
 Invariants:
-- A response is inserted with its `response.created` event and this process's lease in one
-  transaction, before its run starts; from then on only the lease holder appends to it.
+- Creation (`creation.Creator`) commits a response with its first events and this process's
+  lease before its run starts; from then on only the lease holder appends to it.
 - Continuations fail closed: a reply to an unknown or answered call, or a continuation whose
   checkpoint is gone, is refused with a 4xx; nothing silently restarts a workflow.
 - The HTTP layer talks only to this class and to the `Created` / `ResponseStream` handles it
@@ -17,70 +17,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import hashlib
 import json
 import logging
 import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import errors
-from ..protocol import events as ev
-from ..protocol.ids import input_item_id, new_response_id
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
-from ..protocol.sse import dumps
 from ..store import (
     TERMINAL_STATUSES,
-    DuplicateResponse,
-    EventRow,
-    InputItemRow,
     ResponseRow,
     Store,
-    Subscription,
 )
-from ._offload import for_input
 from .apps import HostedApp
 from .continuation import Continuations
 from .conversations import ConversationService
+from .creation import Created, Creator
 from .launcher import Launcher
 from .leases import LeaseKeeper
-from .memory import MemorySink
-from .plan import RunSpec, lineage_for
 from .recovery import Recovery
 from .registry import RunRegistry
 from .relay import Relay, ResponseStream
-from .run import ResponseRun, StopKind
+from .run import StopKind
 from .settings import RuntimeSettings
 from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.host")
-
-# Seconds after its run ends before a creator's subscription whose stream never started is
-# dropped (a live relay closes its own long before).
-_ABANDONED_SUB = 30.0
-
-
-@dataclass
-class Created:
-    """A response just created (or found again by an idempotent retry): what the HTTP layer
-    answers with `Host.stream_created` (SSE) or `Host.wait` (JSON)."""
-
-    response_id: str
-    request: CreateRequest
-    existing: bool = False
-    _run: ResponseRun | None = field(default=None, repr=False)
-    _memory: MemorySink | None = field(default=None, repr=False)
-    # The creator's stream: watching since before the creation committed (see `Relay`).
-    _subscription: Subscription | None = field(default=None, repr=False)
-
-
-def _hash_of(request_json: str) -> str:
-    return hashlib.sha256(request_json.encode()).hexdigest()
 
 
 class Host:
@@ -97,6 +63,9 @@ class Host:
         self.leases = LeaseKeeper(store, self.registry, self.owner)
         self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, self.settings)
         self.conversations = ConversationService(store, self.continuations)
+        self.creator = Creator(
+            store, self.registry, self.launcher, self.continuations, self.conversations, self.settings
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -138,149 +107,13 @@ class Host:
 
     # -- create -------------------------------------------------------------------------
 
+    # -- create -------------------------------------------------------------------------
+
     async def create(
         self, user_id: str, req: CreateRequest, response_id: str | None, *, idempotency_key: bool = False
     ) -> Created:
-        """Create (and start) a response; `response_id` chosen by the client (`x-agent-response-id`,
-        or derived from an `Idempotency-Key`): a retry with the same id and body gets the same one."""
-        if not self.registry.accepting:
-            raise errors.unavailable("The server is shutting down; retry on another instance.")
-        if len(self.registry) >= self.settings.max_inflight:
-            raise errors.rate_limited(
-                f"This server is running {len(self.registry)} responses, its limit "
-                "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica."
-            )
-        rid = response_id or new_response_id()
-        # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
-        encoded = await for_input(len(req.input_items), _encode_sync, req, rid)
-        if response_id is not None and req.store:
-            existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
-            if existing is not None:
-                return existing
-        # Items added to the conversation by hand since its last turn begin this turn's input.
-        added = await self.conversations.take(user_id, req, rid)
-        if not added:
-            return await self._create(user_id, req, rid, encoded)
-        client_hash = encoded.request_hash  # a retry is the same request without them
-        req = dataclasses.replace(encoded.request, input_items=[*added, *encoded.request.input_items])
-        encoded = dataclasses.replace(
-            await for_input(len(req.input_items), _encode_sync, req, rid), request_hash=client_hash
-        )
-        created = False
-        try:
-            result = await self._create(user_id, req, rid, encoded)
-            created = True
-            return result
-        finally:
-            if not created and req.store:
-                await self.conversations.give_back(rid)
-
-    async def _create(self, user_id: str, req: CreateRequest, rid: str, encoded: _Encoded) -> Created:
-        prev = await self.continuations.check(user_id, req)
-        req = encoded.request
-        now = time.time()
-        answered: str | None = None
-        if prev is not None and req.store:
-            answered = await self.continuations.answer_pending(user_id, prev, req, rid)
-        if not req.store:
-            return await self._create_in_memory(user_id, req, rid, now)
-        status = "queued" if req.background else "in_progress"
-        row = ResponseRow(
-            id=rid,
-            user_id=user_id,
-            status=status,
-            background=req.background,
-            stream=req.stream,
-            delivery=self.settings.delivery,
-            created_at=now,
-            completed_at=None,
-            previous_response_id=req.previous_response_id,
-            conversation_id=req.conversation_id,
-            request=encoded.request_json,
-            request_hash=encoded.request_hash,
-            lease_owner=self.owner,
-            lease_expires_at=now + self.store.lease_seconds,
-        )
-        snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
-        first = [ev.response_created(snapshot)]
-        first.append(ev.response_queued(snapshot) if req.background else ev.response_in_progress(snapshot))
-        events = []
-        for seq, e in enumerate(first):
-            e["sequence_number"] = seq
-            events.append(EventRow(seq, e["type"], dumps(e)))
-        # A streaming creator watches before the commit: its relay starts from the committed
-        # tail (no read back of the rows just written).
-        sub = self.store.notifier.subscribe(rid) if req.stream else None
-        try:
-            plan = await self.continuations.plan(user_id, req, rid)
-            await self.store.insert_response(row, encoded.input_rows, events)
-        except BaseException as exc:
-            if sub is not None:
-                sub.close()
-            if answered is not None:
-                await self.store.unanswer_pending(answered, rid)
-            if isinstance(exc, DuplicateResponse):
-                raise errors.conflict(
-                    f"A response with id '{rid}' already exists.", code="duplicate_response_id"
-                ) from exc
-            raise
-        spec = RunSpec(
-            response_id=rid,
-            user_id=user_id,
-            created_at=now,
-            request=req,
-            background=req.background,
-            lineage=lineage_for(req, rid),
-            queued=status == "queued",
-        )
-        sink = self.launcher.sink(rid, len(events), background=req.background)
-        run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream)
-        if sub is not None:
-            # Normally the relay closes it; this is for a stream that never started.
-            def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
-                asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
-
-            run.on_finished.append(drop_later)
-        return Created(rid, req, _run=run, _subscription=sub)
-
-    async def _existing(
-        self, user_id: str, rid: str, request_hash: str, idempotency_key: bool
-    ) -> Created | None:
-        """A client retry with the same client-chosen id gets the same response (idempotency)."""
-        row = await self.store.get_response(rid, None)
-        if row is None:
-            return None
-        if idempotency_key and row.request_hash != request_hash:
-            raise errors.unprocessable(
-                "This Idempotency-Key was already used with a different request body; use a new key "
-                "for a new request.",
-                param="Idempotency-Key",
-                code="idempotency_key_reused",
-            )
-        if row.user_id != user_id or row.request_hash != request_hash:
-            raise errors.conflict(
-                f"A response with id '{rid}' already exists with a different request; choose a new id.",
-                code="duplicate_response_id",
-            )
-        stored = CreateRequest.from_json_dict(json.loads(row.request))
-        return Created(rid, stored, existing=True, _run=self.registry.get(rid))
-
-    async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
-        plan = await self.continuations.plan(user_id, req, rid)
-        sink = MemorySink()
-        snapshot = build_response(req, response_id=rid, status="in_progress", created_at=int(now))
-        sink.emit(ev.response_created(snapshot))
-        sink.emit(ev.response_in_progress(snapshot))
-        spec = RunSpec(
-            response_id=rid,
-            user_id=user_id,
-            created_at=now,
-            request=req,
-            background=False,
-            lineage=lineage_for(req, rid),
-        )
-        run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream)
-        return Created(rid, req, _run=run, _memory=sink)
+        """Create (and start) a response (see `creation.Creator`)."""
+        return await self.creator.create(user_id, req, response_id, idempotency_key=idempotency_key)
 
     # -- streams ------------------------------------------------------------------------
 
@@ -408,35 +241,3 @@ class Host:
         self.registry.stop(response_id, StopKind.ABANDON)
         if not await self.store.delete_response(response_id, user_id):
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    """A create request as stored: input item ids assigned, its JSON, hash and input rows."""
-
-    request: CreateRequest
-    request_json: str
-    request_hash: str
-    input_rows: list[InputItemRow]
-
-
-def _encode_sync(req: CreateRequest, rid: str) -> _Encoded:
-    inputs = _ids(req, rid)
-    encoded = _with_inputs(req, inputs)
-    if not req.store:
-        return _Encoded(encoded, "", "", [])  # never stored: only its ids are needed
-    request_json = encoded.to_json()
-    rows = [InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
-    return _Encoded(encoded, request_json, _hash_of(request_json), rows)
-
-
-def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
-    inputs = [dict(item) for item in req.input_items]
-    for pos, item in enumerate(inputs):
-        if not item.get("id"):
-            item["id"] = input_item_id(rid, pos)
-    return inputs
-
-
-def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
-    return dataclasses.replace(req, input_items=inputs)
