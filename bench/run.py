@@ -50,7 +50,7 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
         log(f"{host.key} {name}: {time.perf_counter() - t:.1f} s")
 
     for app, label, group in scenarios.sessions(want):
-        if "recovery" in label and host.recovery_skip:
+        if host.recovery_skip and any("recovery" in s.names for s in group):
             res["recovery"] = {"skipped": host.recovery_skip}
             continue
 

@@ -71,6 +71,7 @@ class EventLines:
 
     def feed(self, data: bytes, now: float) -> None:
         res = self.res
+        deltas = res.deltas
         lines = (self._tail + data).split(b"\n")
         self._tail = lines.pop()
         for line in lines:
@@ -83,9 +84,10 @@ class EventLines:
                 res.first_event_ms = (now - self.t0) * 1000
             if line == _DELTA:
                 res.deltas += 1
-                res.last_output_ms = (now - self.t0) * 1000
             if math.isnan(res.first_output_ms) and line in _FIRST_OUTPUT:
                 res.first_output_ms = (now - self.t0) * 1000
+        if res.deltas != deltas:  # once per chunk: the tally costs what it did before this figure
+            res.last_output_ms = (now - self.t0) * 1000
 
     def finish(self) -> None:
         self.res.terminal = self._last[len(_EVENT) :].decode(errors="replace")

@@ -53,6 +53,8 @@ class Host:
     resilient: bool = False
     dialect: str = ""
     delivery: str = ""
+    # Where its sessions keep their state (set by `prepare`).
+    work: Path = field(default_factory=Path, repr=False)
 
     @property
     def tags(self) -> set[str]:

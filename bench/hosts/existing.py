@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import BENCH, log
@@ -87,8 +88,10 @@ class ExistingSession:
         return self.srv.start()
 
 
+@dataclass
 class ExistingHost(Host):
-    python: Path
+    # Its venv's python (set by `prepare`).
+    python: Path = field(default_factory=Path, repr=False)
 
     def prepare(self, work: Path) -> None:
         super().prepare(work)

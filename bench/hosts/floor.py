@@ -26,6 +26,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from bench import apps
@@ -106,8 +107,9 @@ class FloorSession:
         return FloorDriver(self.factory, self.mode)
 
 
+@dataclass
 class FloorHost(Host):
-    mode: str = "agent"
+    mode: str = "agent"  # one of MODES
 
     def rounds(self, sizes: Sizes) -> int:
         return sizes.ours_reps_factor
@@ -127,7 +129,7 @@ class FloorHost(Host):
 
 
 def floor_hosts() -> list[Host]:
-    agent = FloorHost("floor-agent", "framework floor, WorkflowAgent", "floor")
-    workflow = FloorHost("floor-workflow", "framework floor, Workflow.run", "floor")
-    workflow.mode = "workflow"
-    return [agent, workflow]
+    return [
+        FloorHost("floor-agent", "framework floor, WorkflowAgent", "floor", mode="agent"),
+        FloorHost("floor-workflow", "framework floor, Workflow.run", "floor", mode="workflow"),
+    ]

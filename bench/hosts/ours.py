@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,17 @@ def ours_env(lease_s: float) -> dict[str, str]:
 
 
 def ours_server(
-    url: str, app: str, delivery: str, workdir: Path, env: dict[str, str], port: int | None = None
+    url: str,
+    app: str,
+    delivery: str,
+    workdir: Path,
+    env: dict[str, str],
+    port: int | None = None,
+    args: tuple[str, ...] = (),
 ) -> ServerProc:
-    """`python -m server serve` of this checkout (PYTHONPATH), logging at WARNING."""
+    """`python -m server serve` of this checkout (PYTHONPATH), logging at WARNING, plus `args`."""
     cmd = [sys.executable, "-m", "server", "serve", "--port", str(port or free_port())]
-    cmd += ["--database-url", url, "--delivery", delivery, "--log-level", "warning", "--app", app]
+    cmd += ["--database-url", url, "--delivery", delivery, "--log-level", "warning", "--app", app, *args]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     return ServerProc(cmd, env=full_env, cwd=workdir, log_dir=workdir, name="server")
 
@@ -61,10 +68,13 @@ def fresh_database(dialect: str, where: Path) -> Iterator[str]:
 
 
 class OursSession:
-    def __init__(self, srv: ServerProc, body: dict[str, Any], database: str | None) -> None:
+    def __init__(
+        self, srv: ServerProc, body: dict[str, Any], database_url: str, database: str | None
+    ) -> None:
         self.srv = srv
         self.body = body
-        self.database = database
+        self.database_url = database_url  # for scenarios that read the database (bytes per response)
+        self.database = database  # PostgreSQL: its name, to find its backends' CPU
 
     @property
     def base_url(self) -> str:
@@ -82,8 +92,12 @@ class OursSession:
         return self.srv.start()
 
 
+@dataclass
 class OursHost(Host):
     lease_s: float = 15.0
+    # More `serve` arguments of this column (a column of `--workers N` is a host with them;
+    # `ProcessCPU` counts a server's child processes too).
+    args: tuple[str, ...] = ()
 
     @property
     def tags(self) -> set[str]:
@@ -96,10 +110,12 @@ class OursHost(Host):
     def session(self, app: str, name: str) -> Iterator[OursSession]:
         workdir = self.work / name
         with fresh_database(self.dialect, workdir) as url:
-            srv = ours_server(url, f"bench.apps:{app}", self.delivery, workdir, ours_env(self.lease_s))
+            srv = ours_server(
+                url, f"bench.apps:{app}", self.delivery, workdir, ours_env(self.lease_s), args=self.args
+            )
             database = postgres.database_name(url) if self.dialect == "postgresql" else None
             with serving(srv):
-                yield OursSession(srv, self.body, database)
+                yield OursSession(srv, self.body, url, database)
 
 
 def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
@@ -107,14 +123,15 @@ def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
     out: list[Host] = []
     for dialect in ("sqlite", "postgresql"):
         for delivery in ("live", "durable"):
-            host = OursHost(
-                f"{dialect}-{delivery}",
-                f"ours, {'SQLite' if dialect == 'sqlite' else 'PostgreSQL'} {delivery}",
-                "ours",
-                body=dict(body),
-                dialect=dialect,
-                delivery=delivery,
+            out.append(
+                OursHost(
+                    f"{dialect}-{delivery}",
+                    f"ours, {'SQLite' if dialect == 'sqlite' else 'PostgreSQL'} {delivery}",
+                    "ours",
+                    body=dict(body),
+                    dialect=dialect,
+                    delivery=delivery,
+                    lease_s=lease_s,
+                )
             )
-            host.lease_s = lease_s
-            out.append(host)
     return out
