@@ -20,11 +20,13 @@ import logging
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 APPS = Path(__file__).resolve().parent.parent / "apps.py"  # bench/apps.py
 
 
-def load_apps():  # type: ignore[no-untyped-def]
+def load_apps() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bench_apps", APPS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -52,7 +54,7 @@ def main() -> None:
     apps = load_apps()
     factory = getattr(apps, args.app)
 
-    def make_agent():  # type: ignore[no-untyped-def]
+    def make_agent() -> Any:
         return factory().as_agent(name=args.app)
 
     options = ResponsesServerOptions(resilient_background=args.resilient)
