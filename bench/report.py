@@ -109,7 +109,7 @@ def footnotes(hosts: list[Host], results: dict[str, dict[str, Any]]) -> list[str
             top = ", ".join(f"{name} {cpu:.0f} s" for name, cpu in load.get("top", []))
             notes.append(
                 f"{t.label}: other processes used {load['other_cpu_s']:.0f} CPU-s during its "
-                f"{load['wall_s']:.0f} s ({top}): its figures are noisier."
+                f"{load['wall_s']:.0f} s" + (f" ({top})" if top else "") + ": its figures are noisier."
             )
         for k, g in (r.get("growth") or {}).items():
             if g and g.get("partial"):
