@@ -5,7 +5,8 @@
   20% over the cost-growth lengths; at least as fast as the plain existing host on every figure of
   issue 5 (durable delivery misses the first output by design, and says so).
 - Issue 17 (against the framework floor, `floor-agent`): ms per superstep on the countdown within
-  2x the floor's, ms per output inside the 1000-output superstep within 4x.
+  2x the floor's (the interleaved countdown when the run has it), ms per output inside the
+  1000-output superstep within 4x.
 """
 
 from __future__ import annotations
@@ -98,12 +99,12 @@ def issue17(hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes)
     if not floor:
         return []
     by = {r.label: r for r in rows(sizes)}
+    # The interleaved countdown when the run has it (drift-proof), else the per-column one.
+    countdown = by[f"countdown of {sizes.countdown}, interleaved with the floor: ms per superstep"]
+    if num(countdown.get(floor)) is None:
+        countdown = by[f"countdown of {sizes.countdown} supersteps: ms per superstep"]
     checks = [
-        (
-            by[f"countdown of {sizes.countdown} supersteps: ms per superstep"],
-            2.0,
-            "ms/superstep on the countdown",
-        ),
+        (countdown, 2.0, "ms/superstep on the countdown"),
         (
             by[f"{sizes.burst_outputs} outputs: ms per output inside the superstep"],
             4.0,

@@ -112,6 +112,13 @@ def rows(sizes: Sizes) -> list[Row]:
             _dig("countdown", "ms"),
             "{:.2f}",
         ),
+        Row(
+            f"countdown of {sizes.countdown}, interleaved with the floor: ms per superstep",
+            "low",
+            _dig("countdown_interleaved", "ms"),
+            "{:.2f}",
+            since=17,
+        ),
         Row(f"{c} concurrent streams: responses/s", "high", _dig("concurrent", "responses_per_s")),
         Row(f"{c} concurrent streams: p50 latency, ms", "low", _dig("concurrent", "p50_ms"), "{:.0f}"),
         Row(f"{c} concurrent streams: p99 latency, ms", "low", _dig("concurrent", "p99_ms"), "{:.0f}"),

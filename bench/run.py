@@ -2,7 +2,8 @@
 
 Order and why:
 - The burst of the plain existing host, ours and the framework floor runs first, all of them
-  serving at once (bench/scenarios/burst.py `paired`).
+  serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
+  interleaved the same way (bench/scenarios/steps.py `paired`).
 - Then each column alone, in the table's order except that the resilient existing host runs last:
   in runs where it ran second, whichever configuration followed it was up to 2x slower for a while
   (its first-event and per-superstep figures), though no process of it was left and the disk was
@@ -25,7 +26,7 @@ from bench import scenarios
 from bench.config import Sizes, log
 from bench.cpu import OtherLoad
 from bench.hosts.base import Host
-from bench.scenarios import burst
+from bench.scenarios import burst, steps
 
 
 def quiesce() -> None:
@@ -75,6 +76,16 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
             paired_burst = burst.paired(paired, sizes)
         except Exception as exc:
             log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
+    # The floor's countdown against ours, interleaved (the per-column countdowns still run).
+    with_floor = [h for h in hosts if h.kind in ("ours", "floor")]
+    paired_steps: dict[str, Any] = {}
+    if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
+        log("--- countdown, " + ", ".join(h.label for h in with_floor) + ": pairs alternating")
+        quiesce()
+        try:
+            paired_steps = steps.paired(with_floor, sizes)
+        except Exception as exc:
+            log(f"interleaved countdown: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
     results: dict[str, dict[str, Any]] = {}
     for h in sorted(hosts, key=lambda h: h.resilient):
         log(f"--- {h.label}")
@@ -83,5 +94,6 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
         results[h.key] = run_column(h, own, sizes)
         if h.key in paired_burst:
             results[h.key]["burst"] = paired_burst[h.key]
+        results[h.key].update(paired_steps.get(h.key, {}))
         results[h.key]["other_load"] = load.done()
     return results
