@@ -16,17 +16,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.hosts import postgres
+from bench.hosts.ours import ours_server
+from bench.hosts.process import ServerProc, kill_leftovers
 
-from tests.conftest import ServerProcess, drop_pg_database, new_pg_database  # noqa: E402
+# The server's settings of this benchmark since it was written: a 15 s lease, recovery every 0.5 s.
+ENV = {
+    "DURABLE_RESPONSES_LEASE_SECONDS": "15",
+    "DURABLE_RESPONSES_RECOVERY_INTERVAL": "0.5",
+    "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
+}
+
+
+def _server(url: str, app: str, workdir: Path, delivery: str) -> ServerProc:
+    return ours_server(url, app, delivery, workdir, ENV)
 
 
 async def stream_once(client: httpx.AsyncClient, body: dict[str, object]) -> dict[str, float]:
@@ -82,21 +91,11 @@ async def scenario_steps(base: str, n: int) -> float:
 
 
 def run_dialect(dialect: str, delivery: str, work: Path) -> dict[str, object]:
-    url = f"sqlite:///{work / dialect / 'bench.db'}" if dialect == "sqlite" else new_pg_database()
+    url = f"sqlite:///{work / dialect / 'bench.db'}" if dialect == "sqlite" else postgres.new_database()
     out: dict[str, object] = {}
     try:
-        if dialect == "postgresql":
-            import subprocess
-
-            subprocess.run([sys.executable, "-m", "server", "migrate", "--database-url", url], check=True)
         for app, key in (("bench.apps:burst", "burst"), ("server.examples.echo:echo", "concurrent")):
-            srv = ServerProcess(
-                database_url=url,
-                app=app,
-                workdir=work / f"{dialect}-{delivery}-{key}",
-                delivery=delivery,
-                env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"},
-            )
+            srv = _server(url, app, work / f"{dialect}-{delivery}-{key}", delivery)
             srv.start()
             try:
                 if key == "burst":
@@ -104,24 +103,19 @@ def run_dialect(dialect: str, delivery: str, work: Path) -> dict[str, object]:
                 else:
                     out["concurrent"] = asyncio.run(scenario_concurrent(srv.base_url))
             finally:
-                srv.terminate()
-        srv = ServerProcess(
-            database_url=url,
-            app="bench.apps:steps",
-            workdir=work / f"{dialect}-{delivery}-steps",
-            delivery=delivery,
-            env={"DURABLE_RESPONSES_LEASE_SECONDS": "15"},
-        )
+                srv.stop()
+        srv = _server(url, "bench.apps:steps", work / f"{dialect}-{delivery}-steps", delivery)
         srv.start()
         try:
             out["per_superstep_ms"] = {
                 n: asyncio.run(scenario_steps(srv.base_url, n)) for n in (10, 100, 1000)
             }
         finally:
-            srv.terminate()
+            srv.stop()
     finally:
+        kill_leftovers()
         if dialect == "postgresql":
-            drop_pg_database(url)
+            postgres.drop_database(url)
     return out
 
 

@@ -5,79 +5,19 @@ Why: with httpx, the benchmark's client used a whole core at 100 concurrent stre
 ~60 responses/s on this 2-core machine: the figure measured the client. This client does the
 least a client can (one keep-alive connection per stream, a pre-built request, chunked
 decoding, counting `event: ` lines), so the hosts' own costs decide the figure. It is used for
-every host alike.
+every host alike. The tally of the events is `bench.stream.EventLines`, shared with the
+httpx client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-_EVENT = b"event: "
-_FIRST_OUTPUT = (b"event: response.output_text.delta", b"event: response.output_item.added")
-_DELTA = b"event: response.output_text.delta"
-
-
-@dataclass
-class Stream:
-    """What one streamed response looked like, as the client saw it (both clients)."""
-
-    first_event_ms: float = math.nan
-    first_output_ms: float = math.nan
-    total_ms: float = math.nan
-    events: int = 0
-    deltas: int = 0
-    terminal: str = ""
-    status: int = 0
-    aborted: bool = False
-    error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and not self.aborted and self.terminal == "response.completed"
-
-    @property
-    def events_per_s(self) -> float:
-        return self.events / (self.total_ms / 1000) if self.total_ms else math.nan
-
-
-class EventLines:
-    """Splits a streamed body into lines and tallies its `event: ` lines into a `Stream`.
-
-    Cheap on purpose (the client shares the machine with the server): no SSE parsing, an
-    event is an `event: ` line and outputs are `response.output_text.delta` events.
-    """
-
-    def __init__(self, res: Stream, t0: float) -> None:
-        self.res = res
-        self.t0 = t0
-        self._tail = b""
-        self._last = b""
-
-    def feed(self, data: bytes, now: float) -> None:
-        res = self.res
-        lines = (self._tail + data).split(b"\n")
-        self._tail = lines.pop()
-        for line in lines:
-            if not line.startswith(_EVENT):
-                continue
-            line = line.rstrip(b"\r")
-            res.events += 1
-            self._last = line
-            if res.events == 1:
-                res.first_event_ms = (now - self.t0) * 1000
-            if line == _DELTA:
-                res.deltas += 1
-            if math.isnan(res.first_output_ms) and line in _FIRST_OUTPUT:
-                res.first_output_ms = (now - self.t0) * 1000
-
-    def finish(self) -> None:
-        self.res.terminal = self._last[len(_EVENT) :].decode(errors="replace")
+from bench.stream import EventLines, Stream
 
 
 class RawConnection:

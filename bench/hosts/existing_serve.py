@@ -3,7 +3,7 @@
 Run with the python of bench/.venv-existing (never with the project's .venv): the benchmark installs
 agent-framework-foundry-hosting 1.0.0b261022 on azure-ai-agentserver-responses 2.3.0 there.
 
-    bench/.venv-existing/bin/python bench/existing_host.py --app burst --port 8123 [--resilient]
+    bench/.venv-existing/bin/python bench/hosts/existing_serve.py --app burst --port 8123 [--resilient]
 
 The workflows are the benchmark's own (bench/apps.py, imported by path), each wrapped with
 `.as_agent()`; the host gets a factory building a fresh agent per request (its documented way of
@@ -20,12 +20,14 @@ import logging
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
+APPS = Path(__file__).resolve().parent.parent / "apps.py"  # bench/apps.py
 
 
-def load_apps():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_apps", HERE / "apps.py")
+def load_apps() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_apps", APPS)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_apps"] = module
@@ -52,7 +54,7 @@ def main() -> None:
     apps = load_apps()
     factory = getattr(apps, args.app)
 
-    def make_agent():  # type: ignore[no-untyped-def]
+    def make_agent() -> Any:
         return factory().as_agent(name=args.app)
 
     options = ResponsesServerOptions(resilient_background=args.resilient)

@@ -1,0 +1,137 @@
+"""Ours: `python -m server serve` on SQLite (a fresh file) and PostgreSQL (a fresh database per
+session, migrated, dropped at its end), in `live` and `durable` delivery.
+
+The server runs with its default lease (15 s; `--lease-seconds`) and recovery interval (2 s).
+Requests add `background=true`: every event is committed before it is sent and the response is
+recoverable, the guarantee asked of the resilient existing host (`--ours-foreground` sends plain
+streams; on this machine the two differ by noise, plus one `response.queued` event).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.config import ROOT, Sizes, log
+from bench.cpu import ProcessCPU
+from bench.hosts import postgres
+from bench.hosts.base import Host
+from bench.hosts.process import ServerProc, free_port, serving
+from bench.httpclient import HttpDriver
+
+
+def ours_env(lease_s: float) -> dict[str, str]:
+    return {
+        "DURABLE_RESPONSES_LEASE_SECONDS": str(lease_s),
+        "DURABLE_RESPONSES_RECOVERY_INTERVAL": "2",  # the server's default
+        "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
+    }
+
+
+def ours_server(
+    url: str,
+    app: str,
+    delivery: str,
+    workdir: Path,
+    env: dict[str, str],
+    port: int | None = None,
+    args: tuple[str, ...] = (),
+) -> ServerProc:
+    """`python -m server serve` of this checkout (PYTHONPATH), logging at WARNING, plus `args`."""
+    cmd = [sys.executable, "-m", "server", "serve", "--port", str(port or free_port())]
+    cmd += ["--database-url", url, "--delivery", delivery, "--log-level", "warning", "--app", app, *args]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return ServerProc(cmd, env=full_env, cwd=workdir, log_dir=workdir, name="server")
+
+
+@contextmanager
+def fresh_database(dialect: str, where: Path) -> Iterator[str]:
+    """A SQLite file under `where`, or a migrated PostgreSQL database dropped at the end."""
+    if dialect == "sqlite":
+        path = where / "bench.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield f"sqlite:///{path}"
+        return
+    url = postgres.new_database()
+    try:
+        yield url
+    finally:
+        try:
+            postgres.drop_database(url)
+        except Exception as exc:
+            log(f"could not drop {url}: {exc}")
+
+
+class OursSession:
+    def __init__(
+        self, srv: ServerProc, body: dict[str, Any], database_url: str, database: str | None
+    ) -> None:
+        self.srv = srv
+        self.body = body
+        self.database_url = database_url  # for scenarios that read the database (bytes per response)
+        self.database = database  # PostgreSQL: its name, to find its backends' CPU
+
+    @property
+    def base_url(self) -> str:
+        return self.srv.base_url
+
+    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
+        proc = self.srv.proc
+        cpu = ProcessCPU(proc.pid, self.database) if measure_cpu and proc is not None else None
+        return HttpDriver(self.base_url, self.body, connections=connections, timeout=timeout, cpu=cpu)
+
+    def kill(self) -> None:
+        self.srv.kill()
+
+    def start(self) -> ServerProc:
+        return self.srv.start()
+
+
+@dataclass
+class OursHost(Host):
+    lease_s: float = 15.0
+    # More `serve` arguments of this column (a column of `--workers N` is a host with them;
+    # `ProcessCPU` counts a server's child processes too).
+    args: tuple[str, ...] = ()
+
+    @property
+    def tags(self) -> set[str]:
+        return {self.key, self.kind, self.dialect, self.delivery}
+
+    def rounds(self, sizes: Sizes) -> int:
+        return sizes.ours_reps_factor
+
+    @contextmanager
+    def session(self, app: str, name: str) -> Iterator[OursSession]:
+        workdir = self.work / name
+        with fresh_database(self.dialect, workdir) as url:
+            srv = ours_server(
+                url, f"bench.apps:{app}", self.delivery, workdir, ours_env(self.lease_s), args=self.args
+            )
+            database = postgres.database_name(url) if self.dialect == "postgresql" else None
+            with serving(srv):
+                yield OursSession(srv, self.body, url, database)
+
+
+def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
+    body: dict[str, Any] = {} if foreground else {"background": True}
+    out: list[Host] = []
+    for dialect in ("sqlite", "postgresql"):
+        for delivery in ("live", "durable"):
+            out.append(
+                OursHost(
+                    f"{dialect}-{delivery}",
+                    f"ours, {'SQLite' if dialect == 'sqlite' else 'PostgreSQL'} {delivery}",
+                    "ours",
+                    body=dict(body),
+                    dialect=dialect,
+                    delivery=delivery,
+                    lease_s=lease_s,
+                )
+            )
+    return out

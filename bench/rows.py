@@ -1,0 +1,153 @@
+"""The figures of the table: one `Row` per figure, what it reads from a column's results, which way
+is better, and whether the framework floor has it.
+
+Ratios are oriented so that above 1x means ours is better: ours/theirs where higher is better
+(events/s, responses/s), theirs/ours where lower is better (times). Against the framework floor the
+report gives the other orientation, a cost multiple (ours costs k times the floor; bench/report.py).
+Rows without a direction (events per output, errors, counts) have no ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.config import Sizes
+
+
+@dataclass
+class Row:
+    label: str
+    better: str  # "high" | "low" | "" (no ratio)
+    get: Callable[[dict[str, Any]], Any]
+    fmt: str = "{:.1f}"
+    # The framework floor has this figure (it has no SSE events, no response.created, no recovery).
+    floor: bool = True
+    # The issue whose targets the row was made for: "at least as fast as the plain existing host
+    # on every figure" (issue 5) reads the rows of issue 5 only.
+    since: int = 5
+
+
+def _dig(*path: Any) -> Callable[[dict[str, Any]], Any]:
+    def get(r: dict[str, Any]) -> Any:
+        cur: Any = r
+        for p in path:
+            if not isinstance(cur, dict) or p not in cur:
+                return None
+            cur = cur[p]
+        return cur
+
+    return get
+
+
+def growth_ms(n: int) -> Callable[[dict[str, Any]], Any]:
+    def get(r: dict[str, Any]) -> Any:
+        g = (r.get("growth") or {}).get(n) or (r.get("growth") or {}).get(str(n))
+        return g and g["ms"]
+
+    return get
+
+
+def num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def flatness(r: dict[str, Any]) -> Any:
+    """slowest / fastest; with a cut-off length in it, over what ran (see `report.cell`: "≥")."""
+    g = r.get("growth") or {}
+    vals = [v["ms"] for v in g.values() if v and num(v["ms"]) is not None and v["ms"] > 0]
+    if len(vals) < 2 or len(vals) != len(g):
+        return None
+    return max(vals) / min(vals)
+
+
+def cut_off_slowest(res: dict[str, Any]) -> bool:
+    """Whether the slowest length was cut off: its figure, and so the flatness, is a lower bound
+    (a cut-off run's cost grew with its length; it was cut for taking long)."""
+    g = [v for v in (res.get("growth") or {}).values() if v and num(v["ms"]) is not None]
+    return bool(g) and bool(max(g, key=lambda v: v["ms"]).get("partial"))
+
+
+def rows(sizes: Sizes) -> list[Row]:
+    n, c, r = sizes.burst_outputs, sizes.concurrent, sizes.recovery
+    g = sizes.growth
+    out = [
+        Row(
+            f"{n} outputs in 1 superstep: first event, ms",
+            "low",
+            _dig("burst", "first_event_ms"),
+            floor=False,
+        ),
+        Row(f"{n} outputs: first output, ms", "low", _dig("burst", "first_output_ms")),
+        Row(
+            f"{n} outputs: ms per output inside the superstep",
+            "low",
+            _dig("burst", "per_output_ms"),
+            "{:.3f}",
+            since=17,
+        ),
+        Row(f"{n} outputs: total, ms", "low", _dig("burst", "total_ms"), "{:.0f}"),
+        Row(f"{n} outputs: events/s", "high", _dig("burst", "events_per_s"), "{:,.0f}", floor=False),
+        Row(
+            f"{n} outputs: SSE events per output",
+            "",
+            _dig("burst", "events_per_output"),
+            "{:.2f}",
+            floor=False,
+        ),
+        Row(
+            f"{n} outputs: host CPU per 1,000 outputs, ms",
+            "low",
+            _dig("burst", "server_cpu_per_1000_ms"),
+            "{:.0f}",
+            since=17,
+        ),
+        Row(
+            f"countdown of {sizes.countdown} supersteps: ms per superstep",
+            "low",
+            _dig("countdown", "ms"),
+            "{:.2f}",
+        ),
+        Row(
+            f"countdown of {sizes.countdown}, interleaved with the floor: ms per superstep",
+            "low",
+            _dig("countdown_interleaved", "ms"),
+            "{:.2f}",
+            since=17,
+        ),
+        Row(f"{c} concurrent streams: responses/s", "high", _dig("concurrent", "responses_per_s")),
+        Row(f"{c} concurrent streams: p50 latency, ms", "low", _dig("concurrent", "p50_ms"), "{:.0f}"),
+        Row(f"{c} concurrent streams: p99 latency, ms", "low", _dig("concurrent", "p99_ms"), "{:.0f}"),
+        Row(f"{c} concurrent streams: errors", "", _dig("concurrent", "errors"), "{}"),
+    ]
+    out += [Row(f"cost growth: ms per superstep at {k}", "low", growth_ms(k), "{:.2f}") for k in g]
+    out += [
+        Row(f"cost growth: slowest / fastest of {', '.join(map(str, g))}", "low", flatness, "{:.2f}"),
+        Row(f"recovery, {r} background: in flight at kill -9", "", _dig("recovery", "in_flight"), "{}"),
+        Row("recovery: restart until ready, s", "low", _dig("recovery", "ready_s"), "{:.2f}"),
+        Row("recovery: restart until all resumed, s", "low", _dig("recovery", "all_resumed_s"), "{:.2f}"),
+        Row("recovery: restart until all complete, s", "low", _dig("recovery", "all_complete_s"), "{:.2f}"),
+        Row(
+            f"recovery: not completed within {sizes.recovery_timeout_s:.0f} s (lost or stuck)",
+            "",
+            _dig("recovery", "lost"),
+            "{}",
+        ),
+        Row("recovery: completed with wrong output", "", _dig("recovery", "wrong_output"), "{}"),
+    ]
+    for row in out:
+        if row.label.startswith("recovery"):
+            row.floor = False
+    return out
+
+
+def ratio(row: Row, ours: Any, theirs: Any) -> float | None:
+    """Ours against theirs, above 1 when ours is better (module docstring)."""
+    a, b = num(ours), num(theirs)
+    if not row.better or a is None or b is None or a <= 0 or b <= 0:
+        return None
+    return a / b if row.better == "high" else b / a

@@ -1,0 +1,99 @@
+"""One run: the interleaved 1000-output burst, then every column alone, scenario by scenario.
+
+Order and why:
+- The burst of the plain existing host, ours and the framework floor runs first, all of them
+  serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
+  interleaved the same way (bench/scenarios/steps.py `paired`).
+- Then each column alone, in the table's order except that the resilient existing host runs last:
+  in runs where it ran second, whichever configuration followed it was up to 2x slower for a while
+  (its first-event and per-superstep figures), though no process of it was left and the disk was
+  synced; in isolation the same configuration was not.
+- Every server session starts on a quiet machine (`quiesce`: `os.sync()` and a 1 s pause): the
+  resilient existing host writes many files, and their write-back slowed the fsyncs of whatever ran
+  next.
+A scenario that fails is logged and noted under the table; the others still run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import scenarios
+from bench.config import Sizes, log
+from bench.cpu import OtherLoad
+from bench.hosts.base import Host
+from bench.scenarios import burst, steps
+
+
+def quiesce() -> None:
+    """Start every session on a quiet machine: the previous host's dirty pages written out and a
+    moment for its processes to be gone."""
+    os.sync()
+    time.sleep(1.0)
+
+
+def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
+    """Every wanted scenario of one column, one server session per group of scenarios."""
+    res: dict[str, Any] = {"errors": {}}
+
+    def guarded(name: str, fn: Callable[[], None]) -> None:
+        quiesce()
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception as exc:
+            log(f"{host.key} {name}: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
+            res["errors"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        log(f"{host.key} {name}: {time.perf_counter() - t:.1f} s")
+
+    for app, label, group in scenarios.sessions(want):
+        if host.recovery_skip and any("recovery" in s.names for s in group):
+            res["recovery"] = {"skipped": host.recovery_skip}
+            continue
+
+        def session(app: str = app, label: str = label, group: list[scenarios.Scenario] = group) -> None:
+            with host.session(app, label) as s:
+                for scenario in group:
+                    res.update(scenario.run(s, host, sizes, want))
+
+        guarded(label, session)
+    return res
+
+
+def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict[str, dict[str, Any]]:
+    for h in hosts:
+        h.prepare(work)
+    paired = [h for h in hosts if h.kind in ("ours", "floor") or h.key == "existing-plain"]
+    paired_burst: dict[str, Any] = {}
+    if "burst" in want and len(paired) > 1:
+        log("--- 1000-output burst, " + ", ".join(h.label for h in paired) + ": requests alternating")
+        quiesce()
+        try:
+            paired_burst = burst.paired(paired, sizes)
+        except Exception as exc:
+            log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
+    # The floor's countdown against ours, interleaved (the per-column countdowns still run).
+    with_floor = [h for h in hosts if h.kind in ("ours", "floor")]
+    paired_steps: dict[str, Any] = {}
+    if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
+        log("--- countdown, " + ", ".join(h.label for h in with_floor) + ": pairs alternating")
+        quiesce()
+        try:
+            paired_steps = steps.paired(with_floor, sizes)
+        except Exception as exc:
+            log(f"interleaved countdown: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
+    results: dict[str, dict[str, Any]] = {}
+    for h in sorted(hosts, key=lambda h: h.resilient):
+        log(f"--- {h.label}")
+        load = OtherLoad()
+        own = want - {"burst"} if h.key in paired_burst else want
+        results[h.key] = run_column(h, own, sizes)
+        if h.key in paired_burst:
+            results[h.key]["burst"] = paired_burst[h.key]
+        results[h.key].update(paired_steps.get(h.key, {}))
+        results[h.key]["other_load"] = load.done()
+    return results
