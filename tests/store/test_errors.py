@@ -209,6 +209,12 @@ async def test_every_method_raises_database_unavailable(unusable: tuple[Store, U
         store.conversation_responses("alice", "conv_1"),
         store.insert_response(response("resp_1"), [], [event(0, "response.created")]),
         store.write_now([Write("resp_1", None, checkpoint=checkpoint("cp", "resp_1"))]),
+        store.conversations.get("alice", "conv_1"),
+        store.conversations.unclaimed("alice", "conv_1"),
+        store.conversations.delete("alice", "conv_1"),
+        store.webhooks.claim_due("p1", lease_seconds=5),
+        store.webhooks.next_due(),
+        store.webhooks.release("p1"),
         store.submit(Write("resp_1", "p1", events=[event(1)])),
         store.submit(Write("resp_2", "p1", events=[event(1)], checkpoint=checkpoint("cp2", "resp_2"))),
     ]
