@@ -5,7 +5,9 @@ that run the server in-process, and for embedders (`build_app`).
 
 Invariant: a server never starts on a schema it does not match: `prepare` migrates an embedded
 SQLite database itself and refuses a PostgreSQL database that is behind, naming the command to
-run; it also refuses an agent-framework that the private-name quarantine does not match.
+run, or that it cannot use as configured (unreachable, TLS or credentials refused, a pooler in
+transaction mode with prepared statements forced on), saying what to do; it also refuses an
+agent-framework that the private-name quarantine does not match.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from .runtime.apps import AppError, HostedApp
 from .runtime.host import Host
 from .settings import Settings
 from .store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url
-from .store.migrate import check_schema, upgrade
+from .store.errors import DatabaseSetupError
+from .store.migrate import upgrade
+from .store.preflight import check_database
 
 __all__ = ["Service", "StartupError", "build", "build_app", "prepare"]
 
@@ -45,8 +49,8 @@ def prepare(settings: Settings) -> HostedApp:
         if normalize_url(url).get_backend_name() == "sqlite":
             upgrade(url)
         else:
-            check_schema(url)
-    except (AppError, BadDatabaseURL, SchemaOutOfDate, RuntimeError) as exc:
+            check_database(url, settings.store.connection_options())
+    except (AppError, BadDatabaseURL, SchemaOutOfDate, DatabaseSetupError, RuntimeError) as exc:
         raise StartupError(str(exc)) from exc
     return app
 
@@ -56,6 +60,7 @@ def build(settings: Settings, app: HostedApp | None = None) -> Service:
     hosted = app if app is not None else prepare(settings)
     store = Store.open(
         settings.store.database_url,
+        connection=settings.store.connection_options(),
         lease_seconds=settings.store.lease_seconds,
         commit_window=settings.store.commit_window,
     )

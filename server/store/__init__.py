@@ -1,10 +1,14 @@
 """The store layer: one SQL schema, two dialects (SQLite, PostgreSQL), the event outbox.
 
-It knows nothing of HTTP or agent-framework; rows go in and out as plain records.
+It knows nothing of HTTP or agent-framework; rows go in and out as plain records, and a
+database that cannot be used comes out as `DatabaseUnavailable` (a `StoreError`), never as a
+driver's exception.
 """
 
-from ._engine import BadDatabaseURL, Database, normalize_url, open_database
+from ._engine import BadDatabaseURL, ConnectionOptions, Database, normalize_url, open_database
+from ._writer import WriteKind
 from .conversations import AddedItem, ConversationRow
+from .errors import DatabaseUnavailable, Unavailable, classify
 from .notify import Notifier, Subscription
 from .records import (
     ABANDONED_STATUSES,
@@ -24,6 +28,7 @@ from .records import (
     WebhookEvent,
     Write,
 )
+from .stats import StoreStats
 from .store import Store
 from .webhooks import Delivery, DeliveryStatus
 
@@ -34,8 +39,10 @@ __all__ = [
     "AddedItem",
     "BadDatabaseURL",
     "CheckpointRow",
+    "ConnectionOptions",
     "ConversationRow",
     "Database",
+    "DatabaseUnavailable",
     "Delivery",
     "DeliveryStatus",
     "DuplicateResponse",
@@ -50,9 +57,13 @@ __all__ = [
     "SchemaOutOfDate",
     "Store",
     "StoreError",
+    "StoreStats",
     "Subscription",
+    "Unavailable",
     "WebhookEvent",
     "Write",
+    "WriteKind",
+    "classify",
     "normalize_url",
     "open_database",
 ]

@@ -2,7 +2,9 @@
 
 Invariant: every URL a user may give (`sqlite:///path`, `postgresql://user@host/db`, their
 async driver forms, `postgres://`) maps to one async SQLAlchemy URL; SQLite always runs in WAL
-mode with `synchronous=FULL`, so a committed event survives a `kill -9` and a power cut.
+mode with `synchronous=FULL`, so a committed event survives a `kill -9` and a power cut. Every
+PostgreSQL connection, SQLAlchemy's pool included, comes from one `PgConnector` per URL (TLS,
+tokens, prepared statements decided in one place: `_pg_connect`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,18 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool, StaticPool
+from sqlalchemy.util import await_only
+
+from ._pg_auth import TokenProvider
+from ._pg_connect import PgConnector, libpq_dsn
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -58,15 +65,8 @@ def normalize_url(raw: str) -> URL:
 
 
 def raw_pg_dsn(url: URL) -> str:
-    """The DSN for a plain asyncpg connection (LISTEN, the outbox's writer) to `url`'s database.
-
-    `normalize_url` spells libpq's `sslmode` as SQLAlchemy's asyncpg `ssl`; asyncpg's own DSN
-    parser knows only `sslmode` (it would send `ssl` to the server as a setting).
-    """
-    query = dict(url.query)
-    if "ssl" in query:
-        query["sslmode"] = query.pop("ssl")
-    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+    """The DSN for a plain asyncpg connection to `url`'s database (`_pg_connect.libpq_dsn`)."""
+    return libpq_dsn(url)
 
 
 def sqlite_path(url: URL) -> str | None:
@@ -80,19 +80,40 @@ def redact(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """How a server connects to PostgreSQL beyond its URL (`StoreSettings.connection_options`).
+
+    `listen_url`: where LISTEN connects ("" the main URL, "off" nowhere: relays poll).
+    """
+
+    pool_size: int = 10
+    pool_overflow: int = 10
+    connect_timeout: float = 10.0
+    listen_url: str = ""
+    token: TokenProvider | None = None
+
+
 @dataclass
 class Database:
     """The engines of one database: a single-connection writer and a pool of readers.
 
     SQLite allows one writer at a time; giving writes their own connection that begins with
     `BEGIN IMMEDIATE` avoids lock-upgrade deadlocks between our own tasks, and readers in WAL
-    mode never wait for it. PostgreSQL uses one pool for both.
+    mode never wait for it. PostgreSQL uses one pool for both, plus the outbox writer's own
+    connection (`connect_raw`) and LISTEN's (`listen`, None when LISTEN is off).
     """
 
     url: URL
     dialect: str
     writer: AsyncEngine
     reader: AsyncEngine
+    pg: PgConnector | None = None
+    listen: PgConnector | None = field(default=None)
+
+    @property
+    def connect_raw(self) -> Callable[[], Awaitable[Any]] | None:
+        return self.pg.connect if self.pg is not None else None
 
     async def dispose(self) -> None:
         await self.writer.dispose()
@@ -155,7 +176,55 @@ def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def open_database(raw_url: str, *, pool_size: int = 10) -> Database:
+def _unnamed() -> str:
+    return ""  # asyncpg's unnamed statement: replaced by the next one, never kept
+
+
+def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
+    """A SQLAlchemy engine whose connections come from `connector`.
+
+    SQLAlchemy's asyncpg dialect prepares every statement (named `__asyncpg_stmt_N__` and
+    cached, by default); where prepared statements do not survive (`connector.resolve()`), it
+    prepares them unnamed and keeps none.
+    """
+    engine: AsyncEngine | None = None
+
+    def creator() -> Any:
+        prepared = connector.prepared_statements
+        if prepared is None:
+            prepared = bool(await_only(connector.resolve()))
+        assert engine is not None
+        dbapi: Any = engine.sync_engine.dialect.dbapi
+
+        def connect() -> Awaitable[Any]:
+            return connector.connect(prepared=prepared)
+
+        return dbapi.connect(
+            async_creator_fn=connect,
+            prepared_statement_cache_size=100 if prepared else 0,
+            prepared_statement_name_func=None if prepared else _unnamed,
+        )
+
+    engine = create_async_engine(connector.url.set(query={}), creator=creator, **kwargs)
+    return engine
+
+
+def pg_connector(raw_url: str, options: ConnectionOptions) -> PgConnector:
+    return PgConnector(normalize_url(raw_url), token=options.token, connect_timeout=options.connect_timeout)
+
+
+def open_database(
+    raw_url: str, *, pool_size: int | None = None, options: ConnectionOptions | None = None
+) -> Database:
+    options = options or ConnectionOptions()
+    if pool_size is not None:
+        options = ConnectionOptions(
+            pool_size=pool_size,
+            pool_overflow=pool_size,
+            connect_timeout=options.connect_timeout,
+            listen_url=options.listen_url,
+            token=options.token,
+        )
     url = normalize_url(raw_url)
     if url.get_backend_name() == SQLITE:
         path = sqlite_path(url)
@@ -164,26 +233,38 @@ def open_database(raw_url: str, *, pool_size: int = 10) -> Database:
         parent = os.path.dirname(os.path.abspath(path))
         os.makedirs(parent, exist_ok=True)
         writer = _sqlite_engine(url, immediate=True, pool_size=1)
-        reader = _sqlite_engine(url, immediate=False, pool_size=pool_size)
+        reader = _sqlite_engine(url, immediate=False, pool_size=options.pool_size)
         return Database(url=url, dialect=SQLITE, writer=writer, reader=reader)
-    engine = create_async_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_pre_ping=True,
+    connector = pg_connector(raw_url, options)
+    engine = pg_engine(
+        connector, pool_size=options.pool_size, max_overflow=options.pool_overflow, pool_pre_ping=True
     )
-    return Database(url=url, dialect=POSTGRESQL, writer=engine, reader=engine)
+    if options.listen_url.strip().lower() == "off":
+        listen = None
+    elif options.listen_url.strip():
+        listen = pg_connector(options.listen_url, options)
+    else:
+        listen = connector
+    return Database(url=url, dialect=POSTGRESQL, writer=engine, reader=engine, pg=connector, listen=listen)
 
 
-def sync_engine_for_migrations(raw_url: str) -> AsyncEngine:
-    """A throwaway engine for Alembic, which must not share the server's pools."""
+def sync_engine_for_migrations(raw_url: str, options: ConnectionOptions | None = None) -> AsyncEngine:
+    """A throwaway engine for Alembic, which must not share the server's pools.
+
+    `options` None: the store's settings from the environment (a token provider, a connect
+    timeout), as `durable-responses migrate` runs with them.
+    """
     url = normalize_url(raw_url)
     if url.get_backend_name() == SQLITE:
         path = sqlite_path(url)
         if path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         return _sqlite_engine(url, immediate=True, pool_size=1)
-    return create_async_engine(url, poolclass=NullPool)
+    if options is None:
+        from .settings import StoreSettings
+
+        options = StoreSettings.from_env().connection_options()
+    return pg_engine(pg_connector(raw_url, options), poolclass=NullPool)
 
 
 def sqlite_sync_engine(url: URL) -> Engine:

@@ -7,22 +7,26 @@ Invariants:
 - Rows of the same table across the whole batch go in one executemany, so the number of
   statements per batch does not grow with the number of events.
 
-The end of the module holds what the dialects' fast paths share (`_pg_writer`,
-`_sqlite_writer`): which writes qualify, one fence per (response, owner), checkpoint rows.
+Rows come from the records through `_sql`'s row specs (built from the table metadata), never
+from hand-written dicts. The end of the module holds what the dialects' fast paths share
+(`_pg_writer`, `_sqlite_writer`): which kind of write each one is (`WriteKind`), one fence per
+(response, owner), the rows of plain creations.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, insert, text, update
 from sqlalchemy.sql import Executable
 
+from . import _sql
 from . import _tables as t
-from .records import CheckpointRow, ResponseRow, WebhookEvent, Write
+from ._writer import WriteKind
+from .records import WebhookEvent, Write
 
 
 @dataclass(slots=True)
@@ -43,51 +47,35 @@ _FENCE = (
     .values(lease_expires_at=bindparam("b_until"))
 )
 _STATUS = update(t.responses).where(_r.id == bindparam("b_id")).values(status=bindparam("b_status"))
+_FINISH_BINDS = tuple(f"b_{c}" for c in _sql.FINISH_COLUMNS)
 _FINISH = (
     update(t.responses)
     .where(_r.id == bindparam("b_id"))
     .values(
-        status=bindparam("b_status"),
-        completed_at=bindparam("b_completed_at"),
-        error=bindparam("b_error"),
-        incomplete_details=bindparam("b_incomplete_details"),
-        usage=bindparam("b_usage"),
-        lease_owner=None,
-        lease_expires_at=None,
+        {
+            **{c: bindparam(b) for c, b in zip(_sql.FINISH_COLUMNS, _FINISH_BINDS, strict=True)},
+            "lease_owner": None,
+            "lease_expires_at": None,
+        }
     )
 )
 _INSERT_WEBHOOK_EVENT = insert(t.webhook_events)
 _INSERT_WEBHOOK_DELIVERY = insert(t.webhook_deliveries)
 _INSERTS = {
-    table.name: insert(table)
-    for table in (t.input_items, t.events, t.output_items, t.checkpoints, t.pending_requests)
+    spec.table.name: insert(spec.table)
+    for spec in (_sql.INPUTS, _sql.EVENTS, _sql.ITEMS, _sql.CHECKPOINTS, _sql.PENDING)
 }
-
-
-def _prune_statement() -> Executable:
-    c = t.checkpoints.c
-    mine = and_(c.user_id == bindparam("b_user"), c.response_id == bindparam("b_id"))
-    kin = and_(c.user_id == bindparam("b_user"), c.lineage == bindparam("b_lineage"))
-    newest_mine = select(func.coalesce(func.max(c.seq), -1)).where(mine).scalar_subquery()
-    newest_kin = select(func.coalesce(func.max(c.seq), -1)).where(kin).scalar_subquery()
-    return delete(t.checkpoints).where(or_(mine, kin), c.seq != newest_mine, c.seq != newest_kin)
-
-
-_PRUNE = _prune_statement()
-
-
-def response_values(row: ResponseRow) -> dict[str, Any]:
-    return {k: getattr(row, k) for k in ResponseRow.__slots__}
+_PRUNE = text(
+    "DELETE FROM checkpoints WHERE " + _sql.prune_condition("checkpoints", ":b_id", ":b_user", ":b_lineage")
+)
 
 
 def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = None) -> list[Op]:
     now = time.time() if now is None else now
     ops: list[Op] = []
-    events: list[dict[str, Any]] = []
-    items: list[dict[str, Any]] = []
-    checkpoints: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []
-    inputs: list[dict[str, Any]] = []
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in _INSERTS}
+    inputs, events, items = rows["input_items"], rows["events"], rows["output_items"]
+    checkpoints, pending = rows["checkpoints"], rows["pending_requests"]
     tail: list[Op] = []
     # Keyed by (response, owner), not by response: a stale owner's write that shares a batch
     # with the current owner's write to the same response must still be fenced off.
@@ -96,90 +84,38 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
         rid = w.response_id
         if w.create is not None:
             row, input_rows = w.create
-            ops.append(Op(_INSERT_RESPONSE, response_values(row)))
-            inputs.extend(
-                {"response_id": rid, "position": i.position, "item_id": i.item_id, "data": i.data}
-                for i in input_rows
-            )
+            ops.append(Op(_INSERT_RESPONSE, _sql.RESPONSES.mapping(rid, row)))
+            inputs.extend(_sql.INPUTS.mapping(rid, i) for i in input_rows)
         if w.owner is not None and (rid, w.owner) not in fenced:
             fenced.add((rid, w.owner))
             until = w.lease_until if w.lease_until is not None else now + lease_seconds
             ops.append(Op(_FENCE, {"b_id": rid, "b_owner": w.owner, "b_until": until}, fence=rid))
-        events.extend({"response_id": rid, "seq": e.seq, "type": e.type, "data": e.data} for e in w.events)
-        items.extend(
-            {
-                "response_id": rid,
-                "output_index": it.output_index,
-                "item_id": it.item_id,
-                "status": it.status,
-                "included": it.included,
-                "data": it.data,
-            }
-            for it in w.items
-        )
+        events.extend(_sql.EVENTS.mapping(rid, e) for e in w.events)
+        items.extend(_sql.ITEMS.mapping(rid, i) for i in w.items)
         if w.checkpoint is not None:
-            c = w.checkpoint
-            checkpoints.append(
-                {
-                    "checkpoint_id": c.checkpoint_id,
-                    "user_id": c.user_id,
-                    "lineage": c.lineage,
-                    "response_id": c.response_id,
-                    "workflow_name": c.workflow_name,
-                    "event_seq": c.event_seq,
-                    "data": c.data,
-                    "created_at": c.created_at,
-                    "awaits_input": c.awaits_input,
-                }
-            )
-        pending.extend(
-            {
-                "response_id": p.response_id,
-                "call_id": p.call_id,
-                "user_id": p.user_id,
-                "checkpoint_id": p.checkpoint_id,
-                "status": p.status,
-                "answered_by": p.answered_by,
-                "data": p.data,
-            }
-            for p in w.pending
-        )
+            checkpoints.append(_sql.CHECKPOINTS.mapping(rid, w.checkpoint))
+        pending.extend(_sql.PENDING.mapping(rid, p) for p in w.pending)
         if w.status is not None:
             tail.append(Op(_STATUS, {"b_id": rid, "b_status": w.status}))
         if w.finish is not None:
-            f = w.finish
-            finish = {
-                "b_id": rid,
-                "b_status": f.status,
-                "b_completed_at": f.completed_at,
-                "b_error": f.error,
-                "b_incomplete_details": f.incomplete_details,
-                "b_usage": f.usage,
-            }
-            tail.append(Op(_FINISH, finish))
+            finish = dict(zip(_FINISH_BINDS, _sql.finish_values(w.finish), strict=True))
+            tail.append(Op(_FINISH, {"b_id": rid, **finish}))
         if w.prune is not None:
             tail.append(prune_op(rid, *w.prune))
         if w.webhook is not None:
             tail.extend(webhook_ops(w.webhook, now))
-    for table, rows in (
-        (t.input_items, inputs),
-        (t.events, events),
-        (t.output_items, items),
-        (t.checkpoints, checkpoints),
-        (t.pending_requests, pending),
-    ):
-        if rows:
-            ops.append(Op(_INSERTS[table.name], rows))
+    # One executemany per table (the creation's response row is already first: its inputs
+    # and events refer to it).
+    for name in ("input_items", "events", "output_items", "checkpoints", "pending_requests"):
+        if rows[name]:
+            ops.append(Op(_INSERTS[name], rows[name]))
     ops.extend(tail)
     return ops
 
 
 def prune_op(response_id: str, user_id: str, lineage: str | None) -> Op:
-    """Delete every checkpoint of the response and its lineage but the newest of each.
-
-    Both newest rows survive: the lineage's newest may belong to another response, and this
-    response's own newest is what a later `previous_response_id` continues from.
-    """
+    """Delete every checkpoint of the response and its lineage but the newest of each
+    (`_sql.prune_condition`, the same text PostgreSQL's end statement embeds)."""
     return Op(_PRUNE, {"b_id": response_id, "b_user": user_id, "b_lineage": lineage})
 
 
@@ -282,49 +218,60 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
     return list(by_key.values())
 
 
-RESPONSE_COLUMNS = tuple(f.name for f in fields(ResponseRow))
-
-
 def creation_rows(
     writes: Iterable[Write],
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Plain creations (`is_plain_creation`) as rows: responses (`RESPONSE_COLUMNS` order),
-    input items (response_id, position, item_id, data), events (response_id, seq, type, data)."""
+    """Plain creations (`is_plain_creation`) as rows of responses, input items and events
+    (each in its `_sql` spec's column order)."""
     rows: list[tuple[Any, ...]] = []
     inputs: list[tuple[Any, ...]] = []
     events: list[tuple[Any, ...]] = []
     for w in writes:
         assert w.create is not None
         row, input_rows = w.create
-        rows.append(tuple(getattr(row, name) for name in RESPONSE_COLUMNS))
-        inputs.extend((row.id, i.position, i.item_id, i.data) for i in input_rows)
-        events.extend((row.id, e.seq, e.type, e.data) for e in w.events)
+        rid = row.id
+        rows.append(_sql.RESPONSES.values(row))
+        inputs.extend(_sql.INPUTS.keyed_rows(rid, input_rows))
+        events.extend(_sql.EVENTS.keyed_rows(rid, w.events))
     return rows, inputs, events
 
 
-CHECKPOINT_COLUMNS = (
-    "checkpoint_id",
-    "user_id",
-    "lineage",
-    "response_id",
-    "workflow_name",
-    "event_seq",
-    "data",
-    "created_at",
-    "awaits_input",
-)
+def kind_of(w: Write) -> WriteKind:
+    """The fastest group `w` may take (the outbox may still send it to GENERAL)."""
+    if is_plain_creation(w):
+        return WriteKind.CREATE
+    if qualifies(w):
+        return WriteKind.SUPERSTEP
+    if is_plain_end(w):
+        return WriteKind.END
+    return WriteKind.GENERAL
 
 
-def checkpoint_row(c: CheckpointRow) -> tuple[Any, ...]:
-    """A checkpoint's values in `CHECKPOINT_COLUMNS` order."""
-    return (
-        c.checkpoint_id,
-        c.user_id,
-        c.lineage,
-        c.response_id,
-        c.workflow_name,
-        c.event_seq,
-        c.data,
-        c.created_at,
-        c.awaits_input,
-    )
+def split(writes: list[Write], fast: frozenset[WriteKind]) -> tuple[list[tuple[WriteKind, list[Write]]], int]:
+    """A batch as groups, in commit order (`WriteKind`'s): plain creations, superstep writes,
+    the rest, plain ends; a kind the dialect has no fast path for (`fast`) joins GENERAL.
+    Also returns how many superstep writes went GENERAL for the reason below.
+
+    A response's writes keep their order: a creation comes before anything else of its
+    response; a superstep write goes fast unless a write of its response that takes another
+    path comes before it in the batch (then all of that response's superstep writes take the
+    general path). So a superstep's writes go fast even when the response's end or another
+    response's creation shares the batch.
+    """
+    kinds = [k if k in fast else WriteKind.GENERAL for k in map(kind_of, writes)]
+    slow_seen: set[str] = set()
+    mixed: set[str] = set()
+    for w, k in zip(writes, kinds, strict=True):
+        if k is WriteKind.SUPERSTEP:
+            if w.response_id in slow_seen:
+                mixed.add(w.response_id)
+        elif k is not WriteKind.CREATE:
+            slow_seen.add(w.response_id)
+    groups: dict[WriteKind, list[Write]] = {kind: [] for kind in WriteKind}
+    moved = 0
+    for w, k in zip(writes, kinds, strict=True):
+        if k is WriteKind.SUPERSTEP and w.response_id in mixed:
+            k = WriteKind.GENERAL
+            moved += 1
+        groups[k].append(w)
+    return [(kind, group) for kind, group in groups.items() if group], moved

@@ -4,7 +4,7 @@ Invariants:
 - The thread owns the single writing connection (`BEGIN IMMEDIATE`), so there is no
   lock-upgrade contention, and every transaction is one thread hop: the event loop (busy with
   agents) is needed twice per commit, not once per statement.
-- Fast path (`run_writes`, the writes of every superstep, see `_plan.qualifies`): a write
+- Fast path (`WriteKind.SUPERSTEP`, the writes of every superstep, see `_plan.qualifies`): a write
   commits only if its owner's lease fence matches; a write fenced off commits nothing and is
   reported, its neighbours commit. Rows go to the driver as multi-row INSERTs with fixed SQL
   (`insert_rows`): SQLAlchemy's per-row parameter processing was most of the cost of a large
@@ -27,8 +27,10 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import URL, Connection
 
+from . import _sql
 from ._engine import sqlite_sync_engine
-from ._plan import CHECKPOINT_COLUMNS, RESPONSE_COLUMNS, Op, checkpoint_row, creation_rows, fences
+from ._plan import Op, creation_rows, fences, plan
+from ._writer import Fenced, WriteKind, Writer
 from .records import LeaseLost, Write
 
 # Rows per multi-row INSERT; a batch is split into chunks of 128, 64, ..., 1 rows so each
@@ -65,15 +67,12 @@ def insert_rows(cur: sqlite3.Cursor, head: str, rows: Sequence[Sequence[object]]
         i += k
 
 
-_FENCE = (
-    "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status) WHERE id = ? AND lease_owner = ?"
-)
 # Statement heads for `insert_rows` (the VALUES lists are added per chunk size).
-_EVENTS = "INSERT INTO events (response_id, seq, type, data)"
-_ITEMS = "INSERT INTO output_items (response_id, output_index, item_id, status, included, data)"
-_CHECKPOINTS = f"INSERT INTO checkpoints ({', '.join(CHECKPOINT_COLUMNS)})"
-_RESPONSES = f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)})"
-_INPUTS = "INSERT INTO input_items (response_id, position, item_id, data)"
+_EVENTS = _sql.insert_head(_sql.EVENTS)
+_ITEMS = _sql.insert_head(_sql.ITEMS)
+_CHECKPOINTS = _sql.insert_head(_sql.CHECKPOINTS)
+_RESPONSES = _sql.insert_head(_sql.RESPONSES)
+_INPUTS = _sql.insert_head(_sql.INPUTS)
 
 
 def run_ops(conn: Connection, ops: list[Op]) -> None:
@@ -83,18 +82,30 @@ def run_ops(conn: Connection, ops: list[Op]) -> None:
             raise LeaseLost(op.fence)
 
 
-class SqliteWriter:
+class SqliteWriter(Writer):
+    """Creations and supersteps take the raw fast paths; ends and the rest, `_plan`'s statements."""
+
+    fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP})
+
     def __init__(self, url: URL, *, lease_seconds: float = 15.0) -> None:
         self._engine = sqlite_sync_engine(url)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._lease_seconds = lease_seconds
         self._conn: Connection | None = None  # opened in the thread, kept for its lifetime
 
-    async def run(self, ops: list[Op]) -> None:
-        """The general path: statements planned by `_plan`, in one transaction."""
-        await asyncio.get_running_loop().run_in_executor(self._pool, self._run, ops)
+    async def commit(self, kind: WriteKind, writes: Sequence[Write]) -> Fenced:
+        loop = asyncio.get_running_loop()
+        if kind is WriteKind.SUPERSTEP:
+            return await loop.run_in_executor(self._pool, self._superstep, writes)
+        if kind is WriteKind.CREATE:
+            await loop.run_in_executor(self._pool, self._create, writes)
+        else:
+            ops = plan(writes, lease_seconds=self._lease_seconds)
+            await loop.run_in_executor(self._pool, self._general, ops)
+        return set()
 
-    def _run(self, ops: list[Op]) -> None:
+    def _general(self, ops: list[Op]) -> None:
+        """The general path: statements planned by `_plan`, in one transaction."""
         conn = self._connection()
         with conn.begin():
             run_ops(conn, ops)
@@ -126,41 +137,23 @@ class SqliteWriter:
         finally:
             cur.close()
 
-    async def run_writes(self, writes: list[Write]) -> set[tuple[str, str]]:
+    def _superstep(self, writes: Sequence[Write]) -> Fenced:
         """The fast path: commit `writes`; return the (response, owner) pairs fenced off."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_writes, writes)
-
-    def _run_writes(self, writes: list[Write]) -> set[tuple[str, str]]:
         batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
         with self._raw_transaction() as cur:
             lost: set[tuple[str, str]] = set()
             for f in batch_fences:
-                cur.execute(_FENCE, (f.until, f.status, f.response_id, f.owner))
+                cur.execute(_sql.SQLITE_FENCE, (f.until, f.status, f.response_id, f.owner))
                 if cur.rowcount != 1:
                     lost.add((f.response_id, f.owner))
             kept = [w for w in writes if (w.response_id, w.owner) not in lost] if lost else writes
-            insert_rows(
-                cur, _EVENTS, [(w.response_id, e.seq, e.type, e.data) for w in kept for e in w.events]
-            )
-            insert_rows(
-                cur,
-                _ITEMS,
-                [
-                    (w.response_id, i.output_index, i.item_id, i.status, i.included, i.data)
-                    for w in kept
-                    for i in w.items
-                ],
-            )
-            insert_rows(
-                cur, _CHECKPOINTS, [checkpoint_row(c) for w in kept if (c := w.checkpoint) is not None]
-            )
+            insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
+            insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
+            insert_rows(cur, _CHECKPOINTS, _sql.CHECKPOINTS.rows(kept))
         return lost
 
-    async def create(self, writes: list[Write]) -> None:
+    def _create(self, writes: Sequence[Write]) -> None:
         """Commit plain creations (`_plan.is_plain_creation`) in one transaction, all or none."""
-        await asyncio.get_running_loop().run_in_executor(self._pool, self._create, writes)
-
-    def _create(self, writes: list[Write]) -> None:
         rows, inputs, events = creation_rows(writes)
         with self._page_cache_for(len(inputs)), self._raw_transaction() as cur:
             insert_rows(cur, _RESPONSES, rows)

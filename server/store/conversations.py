@@ -45,6 +45,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import Select
 
 from . import _tables as t
+from ._base import StoreBase
 from ._engine import POSTGRESQL, Database
 
 # A claim older than this whose response does not exist was never committed: free again.
@@ -82,9 +83,11 @@ def _no_response(response_id: Any) -> Any:
     return not_(exists().where(_r.id == response_id))
 
 
-class ConversationStore:
+class ConversationStore(StoreBase):
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.db = db
+        self.dialect = db.dialect
 
     # -- conversations ------------------------------------------------------------------
 
@@ -92,7 +95,7 @@ class ConversationStore:
         self, user_id: str, conversation_id: str, metadata: str, items: Sequence[AddedItem]
     ) -> ConversationRow:
         now = time.time()
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             await conn.execute(
                 insert(t.conversations).values(
                     user_id=user_id, id=conversation_id, created_at=now, metadata=metadata
@@ -124,7 +127,7 @@ class ConversationStore:
     ) -> ConversationRow | None:
         """The conversation (`deleted`: also one that was deleted)."""
         q = select(t.conversations).where(and_(_c.user_id == user_id, _c.id == conversation_id))
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             row = (await conn.execute(q)).first()
         if row is None:
             return None
@@ -137,7 +140,7 @@ class ConversationStore:
         if existing is not None:
             return existing.deleted_at is None
         try:
-            async with self._db.writer.begin() as conn:
+            async with self._write() as conn:
                 await conn.execute(
                     insert(t.conversations).values(
                         user_id=user_id, id=conversation_id, created_at=time.time()
@@ -152,7 +155,7 @@ class ConversationStore:
         self, user_id: str, conversation_id: str, metadata: str
     ) -> ConversationRow | None:
         where = and_(_c.user_id == user_id, _c.id == conversation_id, _c.deleted_at.is_(None))
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             res = await conn.execute(update(t.conversations).where(where).values(metadata=metadata))
             if res.rowcount != 1:
                 return None
@@ -161,7 +164,7 @@ class ConversationStore:
     async def delete(self, user_id: str, conversation_id: str) -> bool:
         """Mark the conversation deleted and drop what was added by hand and not yet taken."""
         where = and_(_c.user_id == user_id, _c.id == conversation_id, _c.deleted_at.is_(None))
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             res = await conn.execute(update(t.conversations).where(where).values(deleted_at=time.time()))
             if res.rowcount != 1:
                 return False
@@ -177,7 +180,7 @@ class ConversationStore:
     # -- items added by hand --------------------------------------------------------------
 
     async def add_items(self, user_id: str, conversation_id: str, items: Sequence[AddedItem]) -> None:
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             await conn.execute(
                 insert(t.conversation_items), self._rows(user_id, conversation_id, items, time.time())
             )
@@ -197,7 +200,7 @@ class ConversationStore:
             .where(self._free(user_id, conversation_id, time.time()))
             .order_by(_a.seq)
         )
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             return [AddedItem(r[0], r[1]) for r in (await conn.execute(q)).all()]
 
     async def claim(self, user_id: str, conversation_id: str, response_id: str) -> list[AddedItem]:
@@ -210,7 +213,7 @@ class ConversationStore:
         )
         if self._db.dialect == POSTGRESQL:
             pick = pick.with_for_update(of=t.conversation_items, skip_locked=True)
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             rows = (await conn.execute(pick)).all()
             if not rows:
                 return []
@@ -223,7 +226,7 @@ class ConversationStore:
 
     async def unclaim(self, response_id: str) -> None:
         """Give back what `claim` took when the response could not be created."""
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             await conn.execute(
                 update(t.conversation_items)
                 .where(_a.response_id == response_id)
@@ -288,7 +291,7 @@ class ConversationStore:
         u = self._union(user_id, conversation_id)
         key = tuple_(u.c.t, u.c.rid, u.c.part, u.c.pos)
         q = self._visible(u, user_id, conversation_id)
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             if after is not None:
                 found = (
                     await conn.execute(q.where(u.c.item_id == after).order_by(*key.clauses).limit(1))
@@ -304,7 +307,7 @@ class ConversationStore:
     async def get_item(self, user_id: str, conversation_id: str, item_id: str) -> str | None:
         u = self._union(user_id, conversation_id)
         q = self._visible(u, user_id, conversation_id).where(u.c.item_id == item_id).order_by(u.c.t, u.c.rid)
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             row = (await conn.execute(q.limit(1))).first()
         return None if row is None else str(row[5])
 
@@ -316,7 +319,7 @@ class ConversationStore:
         mine = and_(_a.user_id == user_id, _a.conversation_id == conversation_id, _a.item_id == item_id)
         hid = and_(_h.user_id == user_id, _h.conversation_id == conversation_id, _h.item_id == item_id)
         try:
-            async with self._db.writer.begin() as conn:
+            async with self._write() as conn:
                 await conn.execute(delete(t.conversation_items).where(and_(mine, _a.response_id.is_(None))))
                 if (await conn.execute(select(_h.item_id).where(hid))).first() is None:
                     await conn.execute(
@@ -330,5 +333,5 @@ class ConversationStore:
 
     async def hidden_ids(self, user_id: str, conversation_id: str) -> set[str]:
         q = select(_h.item_id).where(and_(_h.user_id == user_id, _h.conversation_id == conversation_id))
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             return {str(r[0]) for r in (await conn.execute(q)).all()}

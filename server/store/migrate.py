@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 import migrations
 
-from ._engine import redact, sync_engine_for_migrations
+from ._engine import ConnectionOptions, redact, sync_engine_for_migrations
 from .records import SchemaOutOfDate
 
 
@@ -38,12 +38,12 @@ def head_revision() -> str:
     return head
 
 
-def current_revision(url: str) -> str | None:
+def current_revision(url: str, options: ConnectionOptions | None = None) -> str | None:
     def read(conn: Connection) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
     async def main() -> str | None:
-        engine = sync_engine_for_migrations(url)
+        engine = sync_engine_for_migrations(url, options)
         try:
             async with engine.connect() as conn:
                 return await conn.run_sync(read)
@@ -64,8 +64,8 @@ def downgrade(url: str, revision: str) -> None:
     command.downgrade(alembic_config(url), revision)
 
 
-def check_schema(url: str) -> None:
-    current = current_revision(url)
+def check_schema(url: str, options: ConnectionOptions | None = None) -> None:
+    current = current_revision(url, options)
     head = head_revision()
     if current != head:
         raise SchemaOutOfDate(

@@ -9,10 +9,14 @@ Invariants:
   append to it (the write fails with `LeaseLost`).
 - Relays are notified only after the commit (`Notifier.publish` runs after `COMMIT`).
 
-Group commit: the writer takes everything queued, waits a short window for more (bounded
-batch), and commits the batch in one transaction. If the batch fails, each write is retried
-alone so one bad write cannot fail its neighbours; the writes of the same response and owner
-that were queued behind a failed write fail with it (no sequence gap, no unpaired checkpoint).
+Group commit: the writer task takes everything queued, waits a short window for more
+(bounded batch), splits the batch into groups by `WriteKind` and commits each group through
+the dialect's `Writer` in one transaction. If a group fails, each of its writes is retried
+alone on the general path so one bad write cannot fail its neighbours (a fallback: logged once
+per cause and counted in `stats`); while the database is unavailable, the first write's retry
+failing the same way fails the whole group at once instead of every write paying for it. The
+writes of the same response and owner that were queued behind a failed write fail with it (no
+sequence gap, no unpaired checkpoint).
 """
 
 from __future__ import annotations
@@ -20,17 +24,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ._engine import POSTGRESQL, SQLITE, Database
+from ._engine import SQLITE, Database
 from ._pg_writer import PgWriter
-from ._plan import is_plain_creation, is_plain_end, plan, qualifies
+from ._plan import split
 from ._sqlite_writer import SqliteWriter
+from ._writer import Fenced, WriteKind, Writer
+from .errors import DuplicateResponse, LeaseLost, StoreError, classify
 from .notify import Notifier
-from .records import DuplicateResponse, LeaseLost, StoreError, Write
+from .records import Write
+from .stats import OutboxStats
 
 log = logging.getLogger("durable_responses.outbox")
 
@@ -44,6 +49,7 @@ class Outbox:
         commit_window: float = 0.002,
         max_batch: int = 256,
         lease_seconds: float = 15.0,
+        writer: Writer | None = None,
     ) -> None:
         self._db = db
         self._notifier = notifier
@@ -52,17 +58,13 @@ class Outbox:
         self._lease_seconds = lease_seconds
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._sqlite = SqliteWriter(db.url, lease_seconds=lease_seconds) if db.dialect == SQLITE else None
-        self._pg = PgWriter(db.url, lease_seconds=lease_seconds) if db.dialect == POSTGRESQL else None
+        self._writer = writer if writer is not None else _writer_for(db, lease_seconds)
         self._urgent = asyncio.Event()
         # Held while a batch commits: by the writer task, or by `commit_now` when it finds the
         # outbox idle (writes still commit one batch at a time, in submission order).
         self._busy = asyncio.Lock()
-        self.commits = 0  # number of transactions, for benchmarks
+        self.stats = OutboxStats()
         self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
-        # Set by the store on PostgreSQL: tells other replicas, inside the transaction.
-        self.cross_process_notify: Callable[[AsyncConnection, set[str]], Awaitable[None]] | None = None
-        self.after_commit: list[object] = []
         # FIFO numbering: a write's number is its submission order (`_queued` at submit time).
         self._queued = 0
         self._taken = 0
@@ -87,15 +89,16 @@ class Outbox:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
-        if self._sqlite is not None:
-            await self._sqlite.close()
-        if self._pg is not None:
-            await self._pg.close()
+        await self._writer.close()
+
+    @property
+    def commits(self) -> int:
+        """Transactions committed (every kind), for benchmarks and `Store.stats`."""
+        return self.stats.commits
 
     def notify_replicas(self, channel: str, prefix: str) -> None:
         """PostgreSQL: tell other replicas what committed, inside each transaction."""
-        if self._pg is not None:
-            self._pg.notify = (channel, prefix)
+        self._writer.notify_replicas(channel, prefix)
 
     def submit(self, write: Write) -> asyncio.Future[None]:
         if write.future is None:
@@ -210,65 +213,46 @@ class Outbox:
             if not w.response_id and w.future is not None and not w.future.done():
                 w.future.set_result(None)
 
-    def _split(self, writes: list[Write]) -> list[tuple[str, list[Write]]]:
-        """The batch as groups, in commit order: plain creations, the writes that take
-        the dialect's fast path, the rest, and (PostgreSQL) plain ends.
-
-        A response's writes keep their order: a creation comes before anything else of its
-        response; a qualifying write goes fast unless a write of its response that does not
-        qualify comes before it in the batch (then all of that response's writes take the
-        general path). So a superstep's writes go fast even when the response's end or another
-        response's creation shares the batch.
-        """
-        if self._pg is None and self._sqlite is None:
-            return [("general", writes)]
-        creations: list[Write] = []
-        if any(map(is_plain_creation, writes)):
-            creations = [w for w in writes if is_plain_creation(w)]
-            writes = [w for w in writes if not is_plain_creation(w)]
-        ok = [qualifies(w) for w in writes]
-        slow_seen: set[str] = set()
-        mixed: set[str] = set()
-        for w, q in zip(writes, ok, strict=True):
-            if not q:
-                slow_seen.add(w.response_id)
-            elif w.response_id in slow_seen:
-                mixed.add(w.response_id)
-        fast: list[Write] = []
-        general: list[Write] = []
-        for w, q in zip(writes, ok, strict=True):
-            (fast if q and w.response_id not in mixed else general).append(w)
-        ends: list[Write] = []
-        if self._pg is not None and any(map(is_plain_end, general)):
-            # Last: an end is its response's last write, so it may follow all three groups.
-            ends = [w for w in general if is_plain_end(w)]
-            general = [w for w in general if not is_plain_end(w)]
-        return [("create", creations), ("fast", fast), ("general", general), ("end", ends)]
+    def _split(self, writes: list[Write]) -> list[tuple[WriteKind, list[Write]]]:
+        groups, behind_general = split(writes, self._writer.fast)
+        for _ in range(behind_general):
+            self._fell_back(WriteKind.SUPERSTEP, "after_general", None)
+        return groups
 
     async def _commit_group(
-        self, writes: list[Write], *, kind: str
+        self, writes: list[Write], *, kind: WriteKind
     ) -> dict[tuple[str, str | None], BaseException]:
         """Commit a group; returns the (response, owner) pairs that failed, with the error."""
         failed: dict[tuple[str, str | None], BaseException] = {}
         try:
             lost = await self._commit(writes, kind=kind)
         except Exception as exc:
-            if len(writes) == 1 and kind == "general":
+            if len(writes) == 1 and kind is WriteKind.GENERAL:
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
                 return {(writes[0].response_id, writes[0].owner): exc}
             # Retry each write alone on the general path, so one bad write cannot fail its
             # neighbours; the writes of a response behind a failed one fail with it.
+            self._fell_back(kind, _cause(exc), exc)
+            down: BaseException | None = None  # the database is unavailable: stop trying
             for w in writes:
-                if (w.response_id, w.owner) in failed:
-                    self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                key = (w.response_id, w.owner)
+                if key in failed:
+                    self._fail([w], _after_failure(w.response_id, failed[key]))
+                    continue
+                if down is not None:
+                    failed[key] = down
+                    self._fail([w], down)
+                    self._poison(w, down)
                     continue
                 try:
-                    await self._commit([w], kind="general")
+                    await self._commit([w], kind=WriteKind.GENERAL)
                 except Exception as one_exc:
-                    failed[(w.response_id, w.owner)] = one_exc
+                    failed[key] = one_exc
                     self._fail([w], one_exc)
                     self._poison(w, one_exc)
+                    if classify(one_exc) is not None:
+                        down = one_exc  # no write can commit now: do not make each one wait
                 else:
                     self._succeed([w])
             return failed
@@ -284,6 +268,24 @@ class Outbox:
                 self._poison(w, fenced_off)
         return failed
 
+    def _fell_back(self, kind: WriteKind, cause: str, exc: BaseException | None) -> None:
+        """Count a fallback from `kind`'s fast path; log it the first time for its cause."""
+        if self.stats.fell_back(kind, cause):
+            if exc is None:
+                log.info(
+                    "outbox: a %s write went to the general path (%s); logged once, counted in store.stats",
+                    kind.value,
+                    cause,
+                )
+            else:
+                log.warning(
+                    "outbox: the %s path failed (%s: %s); its writes are retried one by one on the "
+                    "general path. Logged once per cause, counted in store.stats.fallbacks",
+                    kind.value,
+                    cause,
+                    _describe(exc),
+                )
+
     def _succeed(self, writes: list[Write]) -> None:
         # Relays first: waking them before the writers' futures puts them ahead in the event
         # loop's queue, so what just committed goes out before a run resumes its burst.
@@ -298,8 +300,14 @@ class Outbox:
         if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
             exc = DuplicateResponse(writes[0].response_id)
         if not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
-            log.error("outbox commit failed: %s", exc)
-            exc = StoreError(f"could not commit to the database: {exc}")
+            unavailable = classify(exc)
+            if unavailable is not None:
+                log.error("outbox commit failed: %s", unavailable.log_text())
+                exc = unavailable
+            else:
+                log.error("outbox commit failed: %s", exc)
+                exc = StoreError(f"could not commit to the database: {exc}")
+        self.stats.failed_writes += len(writes)
         for w in writes:
             if w.future is not None and not w.future.done():
                 w.future.set_exception(exc)
@@ -334,31 +342,12 @@ class Outbox:
                 last[w.response_id] = None  # finished: stop tracking
         return last
 
-    async def _commit(self, writes: list[Write], *, kind: str = "general") -> set[tuple[str, str]]:
-        """Commit `writes`; return the (response, owner) pairs fenced off (fast path only: the
+    async def _commit(self, writes: list[Write], *, kind: WriteKind) -> Fenced:
+        """Commit `writes`; return the (response, owner) pairs fenced off (fast paths only: the
         general path raises `LeaseLost` and commits nothing)."""
         advanced = self._check_continuity(writes)
-        lost: set[tuple[str, str]] = set()
-        if kind == "create":
-            if self._pg is not None:
-                await self._pg.create(writes)
-            else:
-                assert self._sqlite is not None
-                await self._sqlite.create(writes)
-            self.commits += 1
-        elif kind == "end":
-            assert self._pg is not None
-            lost = await self._pg.end(writes)
-            self.commits += 1
-        elif kind == "fast":
-            if self._pg is not None:
-                lost = await self._pg.run(writes)
-            else:
-                assert self._sqlite is not None
-                lost = await self._sqlite.run_writes(writes)
-            self.commits += 1
-        else:
-            await self._commit_unchecked(writes)
+        lost = await self._writer.commit(kind, writes)
+        self.stats.committed(kind, len(writes))
         lost_ids = {rid for rid, _owner in lost}
         for rid, seq in advanced.items():
             if rid in lost_ids:
@@ -369,22 +358,27 @@ class Outbox:
                 self._last_seq[rid] = seq
         return lost
 
-    async def _commit_unchecked(self, writes: list[Write]) -> None:
-        ops = plan(writes, lease_seconds=self._lease_seconds)
-        if self._sqlite is not None:
-            await self._sqlite.run(ops)
-        else:
-            async with self._db.writer.begin() as conn:
-                for op in ops:
-                    if op.params is not None:
-                        res = await conn.execute(op.stmt, op.params)
-                    else:
-                        res = await conn.execute(op.stmt)
-                    if op.fence is not None and res.rowcount != 1:
-                        raise LeaseLost(op.fence)
-                if self.cross_process_notify is not None:
-                    await self.cross_process_notify(conn, {w.response_id for w in writes})
-        self.commits += 1
+
+def _writer_for(db: Database, lease_seconds: float) -> Writer:
+    if db.dialect == SQLITE:
+        return SqliteWriter(db.url, lease_seconds=lease_seconds)
+    assert db.connect_raw is not None
+    return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds)
+
+
+def _cause(exc: BaseException) -> str:
+    """What a fallback is counted under: the error's kind, not its text (one line per cause)."""
+    unavailable = classify(exc)
+    if unavailable is not None:
+        return f"unavailable:{unavailable.reason.value}"
+    orig = getattr(exc, "orig", None)
+    inner = orig.__cause__ if isinstance(orig, BaseException) and orig.__cause__ is not None else orig
+    return type(inner if isinstance(inner, BaseException) else exc).__name__
+
+
+def _describe(exc: BaseException) -> str:
+    unavailable = classify(exc)
+    return unavailable.log_text() if unavailable is not None else str(exc).splitlines()[0][:300]
 
 
 def _awaited(w: Write) -> bool:
@@ -394,12 +388,7 @@ def _awaited(w: Write) -> bool:
 def _after_failure(response_id: str, exc: BaseException) -> BaseException:
     if isinstance(exc, LeaseLost):
         return LeaseLost(response_id)
+    unavailable = classify(exc)
+    if unavailable is not None:
+        return unavailable  # the same condition: a caller can tell a retry may succeed
     return StoreError(f"an earlier write of response {response_id} could not be committed: {exc}")
-
-
-async def write_all(conn: AsyncConnection, writes: Iterable[Write], *, lease_seconds: float) -> None:
-    """Apply `writes` inside the caller's (async) transaction: the direct-write path."""
-    for op in plan(writes, lease_seconds=lease_seconds):
-        res = await conn.execute(op.stmt, op.params) if op.params is not None else await conn.execute(op.stmt)
-        if op.fence is not None and res.rowcount != 1:
-            raise LeaseLost(op.fence)

@@ -9,6 +9,26 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from .errors import DuplicateResponse, LeaseLost, SchemaOutOfDate, StoreError
+
+__all__ = [
+    "ABANDONED_STATUSES",
+    "ACTIVE_STATUSES",
+    "TERMINAL_STATUSES",
+    "CheckpointRow",
+    "DuplicateResponse",
+    "EventRow",
+    "Finish",
+    "InputItemRow",
+    "LeaseLost",
+    "OutputItemRow",
+    "PendingRequestRow",
+    "ResponseRow",
+    "SchemaOutOfDate",
+    "StoreError",
+    "Write",
+]
+
 ACTIVE_STATUSES = ("queued", "in_progress")
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "incomplete")
 # Ended without finishing their work: a conversation's next turn does not continue from them.
@@ -137,23 +157,3 @@ class Write:
     # instead of waiting its group-commit window for more.
     urgent: bool = False
     future: asyncio.Future[None] | None = None
-
-
-class DuplicateResponse(Exception):
-    """A response with this id already exists."""
-
-
-class LeaseLost(Exception):
-    """The response is now owned by another process (its lease expired and was taken)."""
-
-    def __init__(self, response_id: str) -> None:
-        super().__init__(f"lease on response {response_id} was lost to another process")
-        self.response_id = response_id
-
-
-class StoreError(Exception):
-    """A write the store could not commit; the run that produced it must stop."""
-
-
-class SchemaOutOfDate(Exception):
-    """The database schema is not at the revision this server needs."""

@@ -5,15 +5,20 @@ Invariant: one place decides where data lives. The embedded SQLite file is
 hosted agent (only `$HOME` survives compute recreation there), else
 `DURABLE_RESPONSES_DATA_DIR`, else `./data`. `DATABASE_URL` overrides all of them. The lease
 length is the store's alone: the runtime renews leases at a fraction of `store.lease_seconds`.
+How the server connects to PostgreSQL beyond its URL (pool, timeouts, LISTEN's URL, a token
+provider) is `connection_options()`, built here and nowhere else.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..envsettings import EnvSection, env_field
+
+if TYPE_CHECKING:
+    from ._engine import ConnectionOptions
 
 DB_FILE = "durable-responses.db"
 
@@ -41,7 +46,10 @@ class StoreSettings(EnvSection):
         "",
         "DATABASE_URL",
         "SQLAlchemy URL of the database: `sqlite:///path`, `postgresql://user@host/db` (or their "
-        "async driver forms). PostgreSQL needs `durable-responses migrate` first.",
+        "async driver forms). PostgreSQL needs `durable-responses migrate` first; it takes libpq's "
+        "options (`sslmode=verify-full&sslrootcert=...`, `sslcert`, `sslkey`) and `PG*` variables, "
+        "and `prepared_statements=auto|true|false` (`false` behind a pooler in transaction mode; "
+        "`auto` detects one).",
         shown_default="SQLite in the data dir",
     )
     data_dir: str = env_field(
@@ -64,6 +72,69 @@ class StoreSettings(EnvSection):
         "How long the outbox waits to group plain live events into one commit.",
         ge=0,
     )
+
+    listen_database_url: str = env_field(
+        "",
+        "DURABLE_RESPONSES_LISTEN_DATABASE_URL",
+        "PostgreSQL: where LISTEN connects for cross-replica wake-ups (a direct or session-mode URL of "
+        "the same database when DATABASE_URL goes through a transaction pooler, where LISTEN cannot "
+        "work); `off`: relays of responses driven by other replicas poll.",
+        shown_default="DATABASE_URL",
+    )
+    pg_pool_size: int = env_field(
+        10,
+        "DURABLE_RESPONSES_PG_POOL_SIZE",
+        "PostgreSQL: pooled connections per replica (reads, leases, the general write path); a replica "
+        "opens at most POOL_SIZE + POOL_OVERFLOW + 2 (the outbox writer, LISTEN).",
+        ge=1,
+    )
+    pg_pool_overflow: int = env_field(
+        10,
+        "DURABLE_RESPONSES_PG_POOL_OVERFLOW",
+        "PostgreSQL: connections a replica may open beyond the pool under load (closed when returned).",
+        ge=0,
+    )
+    pg_connect_timeout: float = env_field(
+        10.0,
+        "DURABLE_RESPONSES_PG_CONNECT_TIMEOUT",
+        "PostgreSQL: seconds a new connection may take (TCP, TLS, authentication).",
+        gt=0,
+    )
+    pg_token_command: str = env_field(
+        "",
+        "DURABLE_RESPONSES_PG_TOKEN_COMMAND",
+        "PostgreSQL: a shell command whose output is the password of every new connection (an Entra ID "
+        "or IAM token; JSON with `accessToken` and `expires_on` works too), run again shortly before "
+        "the token expires.",
+    )
+    pg_token_provider: str = env_field(
+        "",
+        "DURABLE_RESPONSES_PG_TOKEN_PROVIDER",
+        "PostgreSQL: `MODULE:CALLABLE` returning that password (a str, a `(token, expires_at)` pair or "
+        "an object with `token` and `expires_on`, such as azure-identity's `AccessToken`); wins over "
+        "the command.",
+    )
+    pg_token_ttl_seconds: float = env_field(
+        300.0,
+        "DURABLE_RESPONSES_PG_TOKEN_TTL_SECONDS",
+        "How long a token is reused when its source tells no expiry (a JWT's `exp` is read).",
+        gt=0,
+    )
+
+    def connection_options(self) -> ConnectionOptions:
+        """How the store connects (pool, timeouts, LISTEN, tokens); one token provider, shared."""
+        from ._engine import ConnectionOptions
+        from ._pg_auth import TokenProvider
+
+        return ConnectionOptions(
+            pool_size=self.pg_pool_size,
+            pool_overflow=self.pg_pool_overflow,
+            connect_timeout=self.pg_connect_timeout,
+            listen_url=self.listen_database_url,
+            token=TokenProvider.from_settings(
+                command=self.pg_token_command, provider=self.pg_token_provider, ttl=self.pg_token_ttl_seconds
+            ),
+        )
 
     def resolved(self, environ: Mapping[str, str] | None = None) -> StoreSettings:
         """These settings with the database URL decided (the data dir's SQLite file if unset)."""

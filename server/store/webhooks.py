@@ -22,6 +22,7 @@ from typing import Literal
 from sqlalchemy import and_, func, or_, select, update
 
 from . import _tables as t
+from ._base import StoreBase
 from ._engine import POSTGRESQL, Database
 
 DeliveryStatus = Literal["pending", "delivered", "failed"]
@@ -61,9 +62,11 @@ _COLUMNS = (
 _JOINED = t.webhook_deliveries.join(t.webhook_events, _e.id == _d.event_id)
 
 
-class WebhookStore:
+class WebhookStore(StoreBase):
     def __init__(self, db: Database) -> None:
         self._db = db
+        self.db = db
+        self.dialect = db.dialect
 
     async def claim_due(self, owner: str, *, lease_seconds: float, limit: int = 20) -> list[Delivery]:
         """Lease up to `limit` due deliveries to `owner` (their attempt counted now)."""
@@ -76,7 +79,7 @@ class WebhookStore:
         pick = select(_d.event_id, _d.endpoint).where(due).order_by(_d.next_attempt_at).limit(limit)
         if self._db.dialect == POSTGRESQL:
             pick = pick.with_for_update(skip_locked=True)
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             keys = [(r[0], r[1]) for r in (await conn.execute(pick)).all()]
             for event_id, endpoint in keys:
                 await conn.execute(
@@ -123,7 +126,7 @@ class WebhookStore:
             _d.lease_owner == owner,
             _d.status == "pending",
         )
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             res = await conn.execute(
                 update(t.webhook_deliveries)
                 .where(where)
@@ -133,7 +136,7 @@ class WebhookStore:
 
     async def release(self, owner: str) -> None:
         """Give up `owner`'s leases at once (shutdown): another replica attempts them now."""
-        async with self._db.writer.begin() as conn:
+        async with self._write() as conn:
             await conn.execute(
                 update(t.webhook_deliveries)
                 .where(and_(_d.lease_owner == owner, _d.status == "pending"))
@@ -143,7 +146,7 @@ class WebhookStore:
     async def next_due(self) -> float | None:
         """When the next pending delivery is due (its lease ignored), or None."""
         q = select(func.min(_d.next_attempt_at)).where(_d.status == "pending")
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             v = (await conn.execute(q)).scalar()
         return None if v is None else float(v)
 
@@ -157,5 +160,5 @@ class WebhookStore:
         if status is not None:
             q = q.where(_d.status == status)
         q = q.order_by(_e.created_at.desc(), _d.endpoint).limit(limit)
-        async with self._db.reader.connect() as conn:
+        async with self._read() as conn:
             return [Delivery(**dict(r._mapping)) for r in (await conn.execute(q)).all()]

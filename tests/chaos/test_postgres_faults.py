@@ -181,11 +181,6 @@ LISTEN_DOWN_LOG = r"listen\w*\b.*\b(lost|dropped|closed|failed|down|reset)"
 LISTEN_BACK_LOG = r"listen\w*\b.*\b(re-?established|reconnected|restored|is back|back up|resumed)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Issue15Gap,
-    reason="issue 15: a dropped and re-established LISTEN connection logs nothing",
-)
 def test_listen_connection_cut(
     chaos_pg: OwnPostgres, pg_db: str, db_proxy: Proxy, pg_watch: DbWatch, replicas: Replicas
 ) -> None:

@@ -130,12 +130,15 @@ async def _empty(store: Store) -> None:
             await conn.execute(table.delete())
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "postgresql-unprepared"])
 def db_url(request: pytest.FixtureRequest) -> str:
-    """A database migrated to head with no rows, of either dialect."""
+    """A database migrated to head with no rows, of either dialect; `postgresql-unprepared` is
+    PostgreSQL with `?prepared_statements=false`, the path a pooler in transaction mode takes
+    (no statement kept prepared: unnamed ones, parsed for every execution)."""
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
-    return str(request.getfixturevalue("pg_url"))
+    url = str(request.getfixturevalue("pg_url"))
+    return url + "?prepared_statements=false" if request.param == "postgresql-unprepared" else url
 
 
 StoreFactory = Callable[..., Awaitable[Store]]
@@ -156,6 +159,12 @@ async def store_factory(db_url: str) -> AsyncIterator[StoreFactory]:
             await _empty(store)
             emptied = True
         await store.start()
+        if store.dialect == "postgresql":
+            # LISTEN's (re)connect wakes every subscriber once: let it happen before the test.
+            for _ in range(500):
+                if store.cross_process_wakeups:
+                    break
+                await asyncio.sleep(0.01)
         return store
 
     try:

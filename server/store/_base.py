@@ -1,0 +1,66 @@
+"""What the store's query modules share: the database, and the translation of its errors.
+
+Invariant: every query opens its connection through `_read()` or `_write()`, so a database
+that cannot be used surfaces as `DatabaseUnavailable` (`errors.classify`) from every method,
+never as a driver's exception; anything else (a lost lease, a constraint) passes unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ._engine import Database
+from ._plan import plan
+from .errors import LeaseLost, classify
+from .records import CheckpointRow, ResponseRow, Write
+
+
+def response_row(row: Any) -> ResponseRow:
+    return ResponseRow(**dict(row._mapping))
+
+
+def checkpoint_row(row: Any) -> CheckpointRow:
+    return CheckpointRow(**dict(row._mapping))
+
+
+class StoreBase:
+    db: Database
+    dialect: str
+    lease_seconds: float
+
+    @contextlib.asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        """A reader connection; the database's unavailability raised as `DatabaseUnavailable`."""
+        try:
+            async with self.db.reader.connect() as conn:
+                yield conn
+        except Exception as exc:
+            unavailable = classify(exc)
+            if unavailable is None:
+                raise
+            raise unavailable from exc
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction on the writer, committed at the end; errors as in `_read`."""
+        try:
+            async with self.db.writer.begin() as conn:
+                yield conn
+        except Exception as exc:
+            unavailable = classify(exc)
+            if unavailable is None:
+                raise
+            raise unavailable from exc
+
+
+async def write_all(conn: AsyncConnection, writes: Sequence[Write], *, lease_seconds: float) -> None:
+    """Apply `writes` inside the caller's transaction, as `_plan` plans them (the general path:
+    `Store.write_now`, PostgreSQL's GENERAL group)."""
+    for op in plan(writes, lease_seconds=lease_seconds):
+        res = await (conn.execute(op.stmt, op.params) if op.params is not None else conn.execute(op.stmt))
+        if op.fence is not None and res.rowcount != 1:
+            raise LeaseLost(op.fence)

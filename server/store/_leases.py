@@ -1,0 +1,91 @@
+"""The store's lease queries: claims of expired responses, renewals, releases.
+
+Invariant: a response is claimed by at most one process at a time (PostgreSQL: `FOR UPDATE
+SKIP LOCKED`; SQLite: one writer), and only while its lease has expired.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import and_, or_, select, update
+
+from . import _tables as t
+from ._base import StoreBase, response_row
+from ._engine import POSTGRESQL
+from .records import (
+    ACTIVE_STATUSES,
+    ResponseRow,
+)
+
+
+class Leases(StoreBase):
+    """Claim, renew and release leases on in-flight responses."""
+
+    # -- leases -------------------------------------------------------------------------
+
+    async def claim_expired(self, owner: str, *, limit: int = 50) -> list[ResponseRow]:
+        """Take over active responses whose lease expired (or that never had one)."""
+        now = time.time()
+        c = t.responses.c
+        expired = and_(
+            c.status.in_(ACTIVE_STATUSES), or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
+        )
+        pick = select(c.id).where(expired).order_by(c.created_at).limit(limit)
+        if self.dialect == POSTGRESQL:
+            pick = pick.with_for_update(skip_locked=True)
+        # Two statements, not `UPDATE ... WHERE id IN (pick)`: PostgreSQL may plan that as a
+        # nested-loop semi join that rescans the `LIMIT ... FOR UPDATE SKIP LOCKED` subquery per
+        # row, skipping the rows it has just updated, and so claims every expired response
+        # instead of `limit`. The picked rows stay locked (SQLite: the write lock) until commit.
+        async with self._write() as conn:
+            ids = list((await conn.execute(pick)).scalars())
+            if not ids:
+                return []
+            stmt = (
+                update(t.responses)
+                .where(and_(c.id.in_(ids), expired))
+                .values(
+                    lease_owner=owner,
+                    lease_expires_at=now + self.lease_seconds,
+                    recovery_count=c.recovery_count + 1,
+                )
+                .returning(*t.responses.c)
+            )
+            rows = (await conn.execute(stmt)).all()
+        return [response_row(r) for r in rows]
+
+    async def renew_leases(self, owner: str, response_ids: Sequence[str]) -> set[str]:
+        """Extend the leases this owner still holds; returns the ids still owned."""
+        if not response_ids:
+            return set()
+        c = t.responses.c
+        stmt = (
+            update(t.responses)
+            .where(and_(c.id.in_(list(response_ids)), c.lease_owner == owner))
+            .values(lease_expires_at=time.time() + self.lease_seconds)
+            .returning(c.id)
+        )
+        async with self._write() as conn:
+            return {r[0] for r in (await conn.execute(stmt)).all()}
+
+    async def release_lease(self, response_id: str, owner: str) -> None:
+        """Let recovery (any process, this one included) take this response at once."""
+        c = t.responses.c
+        async with self._write() as conn:
+            await conn.execute(
+                update(t.responses)
+                .where(and_(c.id == response_id, c.lease_owner == owner, c.status.in_(ACTIVE_STATUSES)))
+                .values(lease_expires_at=0.0)
+            )
+
+    async def release_leases(self, owner: str) -> None:
+        """Let other processes recover our in-flight responses at once (graceful shutdown)."""
+        c = t.responses.c
+        async with self._write() as conn:
+            await conn.execute(
+                update(t.responses)
+                .where(and_(c.lease_owner == owner, c.status.in_(ACTIVE_STATUSES)))
+                .values(lease_expires_at=0.0)
+            )

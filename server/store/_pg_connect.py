@@ -1,0 +1,240 @@
+"""Every PostgreSQL connection the server opens: the pool's, the outbox writer's, LISTEN's.
+
+Job: one `PgConnector` per database URL turns it into asyncpg connections: libpq's URL options
+and `PG*` environment variables (TLS: `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, ...) as
+asyncpg reads them, the password from a token provider when one is configured (fetched for a
+new connection only when the cached token nears its expiry; a refused token is fetched again
+once), a connect timeout, and prepared statements only where they survive.
+
+Invariant: behind a pooler in transaction mode no connection keeps a named prepared statement
+(two clients' `__asyncpg_stmt_1__` would meet on one server session): asyncpg's statement cache
+is off and SQLAlchemy prepares every statement unnamed. The URL option `prepared_statements`
+says so (`false`), insists on them (`true`: start-up refuses a transaction pooler), or leaves it
+to a probe (`auto`, the default): a session-level pooler or a direct connection keeps a
+connection on one server session, a transaction pooler hands a connection's consecutive
+transactions to whichever session is free, so a second connection that holds a transaction
+open gets the first one's session, or the first one moves. LISTEN cannot work through such a
+pooler at all (`_pg_listen` asks `transaction_pooled()`).
+
+Unnamed statements are safe there: asyncpg sends Parse/Describe with a Flush, not a Sync, so
+the pooler keeps the session until the Bind/Execute/Sync that follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy.engine import URL
+
+from ._pg_auth import TokenError, TokenProvider
+from .errors import DatabaseUnavailable, Unavailable, classify
+
+log = logging.getLogger("durable_responses.pg")
+
+APPLICATION_NAME = "durable-responses"
+# Options of ours in a database URL, removed before the URL reaches asyncpg (which would send
+# them to the server as settings).
+OPTIONS = ("prepared_statements",)
+_PROBE_TIMEOUT = 5.0
+_warned: set[str] = set()
+
+
+class PreparedStatements(StrEnum):
+    AUTO = "auto"
+    ON = "true"
+    OFF = "false"
+
+
+_SPELLINGS = {
+    "auto": PreparedStatements.AUTO,
+    "true": PreparedStatements.ON,
+    "on": PreparedStatements.ON,
+    "1": PreparedStatements.ON,
+    "yes": PreparedStatements.ON,
+    "false": PreparedStatements.OFF,
+    "off": PreparedStatements.OFF,
+    "0": PreparedStatements.OFF,
+    "no": PreparedStatements.OFF,
+}
+
+
+def prepared_statements_option(url: URL) -> PreparedStatements:
+    raw = url.query.get("prepared_statements", "auto")
+    value = raw if isinstance(raw, str) else raw[-1]
+    try:
+        return _SPELLINGS[value.strip().lower()]
+    except KeyError:
+        from ._engine import BadDatabaseURL
+
+        raise BadDatabaseURL(
+            f"prepared_statements={value!r} in the database URL: use auto, true or false"
+        ) from None
+
+
+def libpq_dsn(url: URL) -> str:
+    """`url` as the libpq-style DSN asyncpg parses (`sslmode`, `sslrootcert`, ...), without our
+    own options. `normalize_url` spells libpq's `sslmode` as SQLAlchemy's `ssl`: back again."""
+    query = {k: v for k, v in url.query.items() if k not in OPTIONS}
+    if "ssl" in query:
+        query["sslmode"] = query.pop("ssl")
+    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+
+
+class PgConnector:
+    """Opens connections to one PostgreSQL URL; decides once whether prepared statements survive."""
+
+    def __init__(
+        self, url: URL, *, token: TokenProvider | None = None, connect_timeout: float = 10.0
+    ) -> None:
+        self.url = url
+        self.mode = prepared_statements_option(url)
+        self._dsn = libpq_dsn(url)
+        self._token = token
+        self._timeout = connect_timeout
+        self._settings = {} if "application_name" in url.query else {"application_name": APPLICATION_NAME}
+        self._pooled: bool | None = None
+        self.where = (
+            f"{url.username or '(PGUSER)'}@{url.host or '(PGHOST)'}:{url.port or '(PGPORT)'}"
+            f"/{url.database or '(PGDATABASE)'}"
+        )
+
+    @property
+    def transaction_pooler(self) -> bool | None:
+        """Whether a transaction-mode pooler was found in front of the server (None: not probed)."""
+        return self._pooled
+
+    @property
+    def prepared_statements(self) -> bool | None:
+        """Whether connections keep prepared statements; None until the probe has run (`auto`)."""
+        if self.mode is PreparedStatements.ON:
+            return True
+        if self.mode is PreparedStatements.OFF:
+            return False
+        return None if self._pooled is None else not self._pooled
+
+    async def resolve(self) -> bool:
+        """`prepared_statements`, probing the server (once) when the URL leaves it to us."""
+        decided = self.prepared_statements
+        if decided is not None:
+            return decided
+        pooled = await self.transaction_pooled()
+        if pooled and self.where not in _warned:
+            _warned.add(self.where)  # once per process and database, not per connector
+            log.warning(
+                "%s is behind a connection pooler in transaction mode: prepared statements are off "
+                "(add ?prepared_statements=false to the URL to skip this check at start-up)",
+                self.where,
+            )
+        return not pooled
+
+    async def connect(self, *, prepared: bool | None = None) -> Any:
+        """A new asyncpg connection; `prepared` None: as `resolve()` decides."""
+        import asyncpg
+
+        if prepared is None:
+            prepared = await self.resolve()
+        kwargs: dict[str, Any] = {"timeout": self._timeout, "server_settings": self._settings}
+        if not prepared:
+            kwargs["statement_cache_size"] = 0
+        for attempt in (1, 2):
+            password = await self._password()
+            if password is not None:
+                kwargs["password"] = password
+            try:
+                return await asyncpg.connect(self._dsn, **kwargs)
+            except Exception as exc:
+                unavailable = classify(exc)
+                if unavailable is None:
+                    raise
+                if unavailable.reason is Unavailable.AUTH and self._token is not None:
+                    self._token.invalidate()  # rotated before its announced expiry: fetch again
+                    if attempt == 1:
+                        continue
+                raise self._explain(unavailable) from exc
+        raise AssertionError("unreachable")
+
+    async def _password(self) -> str | None:
+        if self._token is None:
+            return None
+        try:
+            return await self._token.password()
+        except TokenError as exc:
+            raise DatabaseUnavailable(
+                Unavailable.AUTH,
+                f"{self._token.describe} failed: {exc}",
+                advice=f"fix {self._token.describe} (it must print or return the database password)",
+            ) from exc
+
+    def _explain(self, exc: DatabaseUnavailable) -> DatabaseUnavailable:
+        """`exc` with the target and advice that fit how this connector connects."""
+        detail = f"{self.where}: {exc.detail}"
+        advice = exc.advice
+        if exc.reason is Unavailable.AUTH and "certificate" in exc.detail.lower():
+            advice = (
+                f"the server wants a client certificate for user {self.url.username!r}: give sslcert= and "
+                "sslkey= in DATABASE_URL (or PGSSLCERT / PGSSLKEY), signed by a CA the server trusts"
+            )
+        elif exc.reason is Unavailable.AUTH and self._token is not None:
+            tok = self._token.current
+            until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(tok.expires_at)) if tok else ""
+            age = f", announced valid until {until}" if tok else ""
+            advice = (
+                f"the password came from {self._token.describe}{age}: check that it issues a token "
+                f"for user {self.url.username!r} that this server accepts (expired? another audience?)"
+            )
+        elif exc.reason is Unavailable.TLS:
+            text = exc.detail.lower()
+            if "mismatch" in text or "doesn't match" in text:
+                advice = (
+                    f"the server's certificate does not name host {self.url.host!r}: connect with a host "
+                    "name it names (sslmode=verify-full checks it), or use sslmode=verify-ca"
+                )
+            elif "certificate verify failed" in text:
+                advice = (
+                    "the server's certificate is not signed by a CA this server trusts: point sslrootcert= "
+                    "(or PGSSLROOTCERT) at the CA certificate that signed it"
+                )
+            elif "rejected ssl" in text or "does not support ssl" in text:
+                advice = "the server (or pooler) offers no TLS: enable ssl there, or lower sslmode"
+        return DatabaseUnavailable(exc.reason, detail, advice=advice)
+
+    async def transaction_pooled(self) -> bool:
+        """Probe (once) whether consecutive transactions of one connection may run on different
+        server sessions: the mark of a pooler in transaction mode."""
+        if self._pooled is None:
+            self._pooled = await self._probe()
+        return self._pooled
+
+    async def _probe(self) -> bool:
+        a = await self.connect(prepared=False)
+        try:
+            b = await self.connect(prepared=False)
+        except BaseException:
+            await a.close()
+            raise
+        try:
+            async with a.transaction():
+                first = await a.fetchval("SELECT pg_backend_pid()")
+            try:
+                async with asyncio.timeout(_PROBE_TIMEOUT), b.transaction():
+                    if await b.fetchval("SELECT pg_backend_pid()") == first:
+                        return True  # b got a's session: sessions are handed around
+                    try:
+                        async with asyncio.timeout(_PROBE_TIMEOUT / 2), a.transaction():
+                            again = await a.fetchval("SELECT pg_backend_pid()")
+                    except TimeoutError:
+                        return True  # a waits for a free session: it had none of its own
+            except TimeoutError:
+                log.warning("%s: the pooler probe timed out; assuming no transaction pooler", self.where)
+                return False
+            return bool(again != first)
+        finally:
+            for conn in (a, b):
+                try:
+                    await asyncio.wait_for(conn.close(), 2)
+                except Exception:
+                    conn.terminate()

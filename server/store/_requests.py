@@ -1,0 +1,117 @@
+"""The store's human-in-the-loop and conversation queries.
+
+Invariant: a pending request is answered by at most one response (all of a reply's calls or
+none), and every read is scoped by `user_id`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import and_, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from . import _tables as t
+from ._base import StoreBase, response_row
+from .records import (
+    PendingRequestRow,
+    ResponseRow,
+)
+
+
+class RequestsAndConversations(StoreBase):
+    """Pending requests (answer, undo, release) and conversations."""
+
+    # -- human in the loop --------------------------------------------------------------
+
+    async def pending_requests(self, response_id: str, user_id: str) -> list[PendingRequestRow]:
+        c = t.pending_requests.c
+        q = select(t.pending_requests).where(and_(c.response_id == response_id, c.user_id == user_id))
+        async with self._read() as conn:
+            rows = (await conn.execute(q.order_by(c.call_id))).all()
+        return [PendingRequestRow(**dict(r._mapping)) for r in rows]
+
+    async def answer_pending(
+        self, response_id: str, user_id: str, call_ids: Sequence[str], answered_by: str
+    ) -> list[str]:
+        """Mark `call_ids` answered, all or none; returns the ids that were not pending."""
+        c = t.pending_requests.c
+        async with self._write() as conn:
+            refused: list[str] = []
+            for call_id in call_ids:
+                res = await conn.execute(
+                    update(t.pending_requests)
+                    .where(
+                        and_(
+                            c.response_id == response_id,
+                            c.user_id == user_id,
+                            c.call_id == call_id,
+                            c.status == "pending",
+                        )
+                    )
+                    .values(status="answered", answered_by=answered_by)
+                )
+                if res.rowcount != 1:
+                    refused.append(call_id)
+            if refused:
+                await conn.rollback()
+        return refused
+
+    async def unanswer_pending(self, response_id: str, answered_by: str) -> None:
+        """Undo `answer_pending` when the answering response could not be created."""
+        c = t.pending_requests.c
+        async with self._write() as conn:
+            await conn.execute(
+                update(t.pending_requests)
+                .where(and_(c.response_id == response_id, c.answered_by == answered_by))
+                .values(status="pending", answered_by=None)
+            )
+
+    async def release_answers(self, answered_by: str) -> int:
+        """Re-open the requests a response answered, when it ended without completing.
+
+        A reply whose run failed or was cancelled must not burn the call: the client can send
+        the same `function_call_output` again.
+        """
+        c = t.pending_requests.c
+        async with self._write() as conn:
+            res = await conn.execute(
+                update(t.pending_requests)
+                .where(and_(c.answered_by == answered_by, c.status == "answered"))
+                .values(status="pending", answered_by=None)
+            )
+        return res.rowcount or 0
+
+    # -- conversations ------------------------------------------------------------------
+
+    async def ensure_conversation(self, user_id: str, conversation_id: str) -> None:
+        c = t.conversations.c
+        try:
+            async with self._write() as conn:
+                exists = (
+                    await conn.execute(
+                        select(c.id).where(and_(c.user_id == user_id, c.id == conversation_id))
+                    )
+                ).first()
+                if exists is None:
+                    await conn.execute(
+                        insert(t.conversations).values(
+                            user_id=user_id, id=conversation_id, created_at=time.time()
+                        )
+                    )
+        except IntegrityError:
+            # A concurrent caller (PostgreSQL: another connection or process) inserted it
+            # between our read and our insert: the conversation exists, which is all we ensure.
+            pass
+
+    async def conversation_responses(self, user_id: str, conversation_id: str) -> list[ResponseRow]:
+        c = t.responses.c
+        q = (
+            select(t.responses)
+            .where(and_(c.user_id == user_id, c.conversation_id == conversation_id))
+            .order_by(c.created_at, c.id)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(q)).all()
+        return [response_row(r) for r in rows]

@@ -1,0 +1,145 @@
+"""The server behind Debian's PgBouncer, in transaction mode and in session mode, in front of
+this suite's own PostgreSQL.
+
+Per mode, one database: `serve` refuses it until it is migrated (saying so), `migrate` works
+through the pooler, then two replicas share it: A a subprocess (so it can be `kill -9`ed),
+B in this process. Through the pooler they pass create, stream, background, a stream of A's
+response followed on B, replay, cancel (asked of B, run by A), and A's `kill -9` with B
+resuming its response. In transaction mode the pooler is detected (prepared statements off),
+A cannot LISTEN (its relays poll) and B listens on a direct URL
+(`DURABLE_RESPONSES_LISTEN_DATABASE_URL`); in session mode both LISTEN through the pooler.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.service import StartupError, prepare
+from server.settings import Settings
+from tests.support.inprocess import TEST_ENV, InProcessServer
+from tests.support.pgserver import OwnPostgres
+from tests.support.servers import ServerProcess
+from tests.support.sse import check_sequence, stream_events
+
+from .conftest import ROOT, require_pgbouncer
+from .pgbouncer import PgBouncer, PoolMode
+
+APP = "server.examples.countdown:countdown"
+
+
+@pytest.fixture(params=["transaction", "session"])
+def bouncer(request: pytest.FixtureRequest, pg: OwnPostgres) -> Iterator[PgBouncer]:
+    require_pgbouncer()
+    mode: PoolMode = request.param
+    # Session mode gives each client connection a server session of its own: room for both
+    # replicas' pools (transaction mode shares a few sessions among them all).
+    with PgBouncer(server_port=pg.port, pool_mode=mode, pool_size=20 if mode == "transaction" else 80) as b:
+        yield b
+
+
+@pytest.fixture
+def empty_database(pg: OwnPostgres) -> Iterator[str]:
+    name = f"dr_bouncer_{os.getpid()}_{time.monotonic_ns() % 10**9}"
+    pg.psql(f'CREATE DATABASE "{name}"')
+    yield name
+    pg.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _settings(url: str) -> Settings:
+    return Settings.from_env({**TEST_ENV, "DATABASE_URL": url, "DURABLE_RESPONSES_APP": APP})
+
+
+def _ticks(response: Any) -> list[str]:
+    return [c.text for item in response.output if item.type == "message" for c in item.content]
+
+
+def _wait_terminal(client: Any, rid: str, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.responses.retrieve(rid)
+        if r.status in ("completed", "failed", "cancelled", "incomplete"):
+            return r
+        assert time.monotonic() < deadline, f"{rid} still {r.status}"
+        time.sleep(0.1)
+
+
+def test_two_replicas_through_pgbouncer(
+    bouncer: PgBouncer, pg: OwnPostgres, empty_database: str, tmp_path: Path
+) -> None:
+    transaction = bouncer.pool_mode == "transaction"
+    url = bouncer.url(empty_database)
+
+    # Start-up errors say what to do.
+    with pytest.raises(StartupError, match="durable-responses migrate"):
+        prepare(_settings(url))
+    migrate = subprocess.run(
+        [sys.executable, "-m", "server", "migrate", "--database-url", url],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    if transaction:
+        with pytest.raises(StartupError, match=r"transaction mode.*prepared_statements=false"):
+            prepare(_settings(url + "?prepared_statements=true"))
+
+    a = ServerProcess(database_url=url, app=APP, workdir=tmp_path / "a", log_level="info").start()
+    b_env = {"DURABLE_RESPONSES_LISTEN_DATABASE_URL": pg.url(empty_database)} if transaction else {}
+    b = InProcessServer(url, APP, env=b_env).start()
+    try:
+        stats = b.service.store.stats
+        assert stats.transaction_pooler is transaction and stats.prepared_statements is not transaction
+        log = a.log()
+        assert ("LISTEN is impossible through the connection pooler" in log) is transaction, log
+        client_a, client_b = a.client(), b.client()
+
+        # create (JSON) and stream on B
+        r = client_b.responses.create(model="m", input="3 delay=0.01")
+        assert r.status == "completed" and _ticks(r) == ["tick 3", "tick 2", "tick 1", "tick 0"]
+        with client_b.responses.stream(model="m", input="2 delay=0.01") as stream:
+            seqs = [e.sequence_number for e in stream]
+            final = stream.get_final_response()
+        assert seqs == list(range(len(seqs))) and _ticks(final) == ["tick 2", "tick 1", "tick 0"]
+
+        # background on A, followed live on B, then replayed on B
+        bg = client_a.responses.create(model="m", input="6 delay=0.1", background=True)
+        followed = stream_events(b.base_url, bg.id, timeout=30)
+        check_sequence(followed, label="followed on B")
+        assert _ticks(client_b.responses.retrieve(bg.id)) == [f"tick {n}" for n in range(6, -1, -1)]
+        assert stream_events(b.base_url, bg.id) == followed  # replay: the same rows, payloads and all
+        # ... and the other way: B's response followed on A (which polls in transaction mode)
+        other = client_b.responses.create(model="m", input="4 delay=0.1", background=True)
+        check_sequence(stream_events(a.base_url, other.id, timeout=30), label="followed on A")
+
+        # cancel, asked of B, of a response A runs
+        long = client_a.responses.create(model="m", input="100 delay=0.05", background=True)
+        time.sleep(0.3)
+        cancelled = client_b.responses.cancel(long.id)
+        assert cancelled.status == "cancelled"
+        check_sequence(stream_events(b.base_url, long.id), label="cancelled")
+
+        # kill -9 of A mid-response: B resumes it once A's lease expires
+        victim = client_a.responses.create(model="m", input="12 delay=0.1", background=True)
+        time.sleep(0.5)
+        assert client_b.responses.retrieve(victim.id).status == "in_progress"
+        a.kill()
+        done = _wait_terminal(client_b, victim.id)
+        assert done.status == "completed", done
+        assert _ticks(done) == [f"tick {n}" for n in range(12, -1, -1)]
+        check_sequence(stream_events(b.base_url, victim.id), label="recovered")
+        fallbacks = b.service.store.stats.fallbacks
+        assert all(cause == "after_general" for _kind, cause in fallbacks), fallbacks
+    finally:
+        a.kill()
+        b.stop()
+    assert "Traceback" not in a.log(), a.log()

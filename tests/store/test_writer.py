@@ -1,0 +1,150 @@
+"""The outbox's writers, on both dialects: which path each kind of write takes, the books kept
+(`Store.stats`), and fallbacks from a fast path logged once per cause and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+
+import pytest
+
+from server.store import Finish, Store, StoreError, Write, WriteKind, _sql
+from server.store import _tables as t
+
+from .conftest import StoreFactory
+from .helpers import checkpoint, event, events, output_item, owned, pending
+
+
+async def test_each_kind_takes_its_dialects_path(store: Store) -> None:
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.submit(Write("resp_1", "p1", events=events(1, 3), checkpoint=checkpoint("cp_1", "resp_1")))
+    await store.submit(Write("resp_1", "p1", pending=[pending("resp_1", "call_a")]))
+    await store.submit(
+        Write(
+            "resp_1",
+            "p1",
+            events=[event(3, "response.completed")],
+            finish=Finish(status="completed", completed_at=time.time()),
+            prune=("alice", "resp_1"),
+        )
+    )
+    stats = store.stats
+    end_path = "end" if store.dialect == "postgresql" else "general"
+    assert stats.writes_by_kind == {"create": 1, "superstep": 1, "general": 1 + (end_path == "general")} | (
+        {"end": 1} if end_path == "end" else {}
+    )
+    assert stats.commits == 4 and stats.fallbacks == {} and stats.failed_writes == 0
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.status == "completed" and row.lease_owner is None
+
+
+async def test_a_failing_fast_path_falls_back_logged_once_and_counted(
+    store_factory: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A superstep batch the fast path refuses (a duplicate checkpoint id) is retried write by
+    write on the general path: its neighbours commit, the bad write fails alone; the fallback is
+    counted every time and logged the first time for its cause only."""
+    store = await store_factory(commit_window=0.05)
+    for rid in ("resp_a", "resp_b"):
+        await store.insert_response(owned(rid, "p1"), [], [event(0, "response.created")])
+    await store.submit(Write("resp_a", "p1", checkpoint=checkpoint("cp_taken", "resp_a", event_seq=0)))
+    caplog.set_level(logging.WARNING, logger="durable_responses.outbox")
+    for k in range(2):
+        seq = 1 + 2 * k
+        results = await asyncio.gather(
+            store.submit(
+                Write(
+                    "resp_a", "p1", events=events(seq, seq + 2), checkpoint=checkpoint("cp_taken", "resp_a")
+                )
+            ),
+            store.submit(Write("resp_b", "p1", events=events(seq, seq + 2))),
+            return_exceptions=True,
+        )
+        assert isinstance(results[0], StoreError) and results[1] is None
+        # resp_a's failed write is known to its submitter: it goes on from where the database is.
+        await store.submit(Write("resp_a", "p1", events=events(seq, seq + 2)))
+    stats = store.stats
+    [(key, n)] = stats.fallbacks.items()
+    assert key[0] == "superstep" and n == 2
+    assert key[1] in ("IntegrityError", "UniqueViolationError")  # SQLite / PostgreSQL
+    warnings = [r for r in caplog.records if "path failed" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "superstep" in warnings[0].getMessage() and "store.stats" in warnings[0].getMessage()
+    assert stats.failed_writes == 2
+    assert [e.seq for e in await store.read_events("resp_a", -1)] == list(range(5))
+    assert [e.seq for e in await store.read_events("resp_b", -1)] == list(range(5))
+
+
+async def test_a_superstep_behind_a_general_write_of_its_response_keeps_its_order(
+    store_factory: StoreFactory,
+) -> None:
+    """A superstep write queued behind its response's pending-request write (general path) goes
+    general with it (counted as `after_general`), so the two commit in submission order."""
+    store = await store_factory(commit_window=0.05)
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.insert_response(owned("resp_2", "p1"), [], [event(0, "response.created")])
+    first = store.submit(Write("resp_1", "p1", events=[event(1)], pending=[pending("resp_1", "call_a")]))
+    second = store.submit(Write("resp_1", "p1", events=events(2, 4), checkpoint=checkpoint("cp_1", "resp_1")))
+    other = store.submit(Write("resp_2", "p1", events=events(1, 3)))
+    await asyncio.gather(first, second, other)
+    stats = store.stats
+    assert stats.fallbacks == {("superstep", "after_general"): 1}
+    assert stats.writes_by_kind["superstep"] == 1 and stats.writes_by_kind["general"] == 2
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2, 3]
+    cp = await store.load_checkpoint("cp_1", "alice")
+    assert cp is not None
+
+
+async def test_stats_is_a_snapshot(store: Store) -> None:
+    before = store.stats
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    after = store.stats
+    assert before.commits == 0 and after.commits == 1 and after.commits_by_kind == {"create": 1}
+    assert after.dialect == store.dialect
+    if store.dialect == "postgresql":
+        unprepared = "prepared_statements=false" in str(store.db.url)
+        assert after.prepared_statements is not unprepared
+        assert after.transaction_pooler in (None, False)  # LISTEN probes it (maybe not yet)
+        assert after.cross_process_wakeups in (True, False)  # LISTEN may still be connecting
+    else:
+        assert after.prepared_statements is None and after.cross_process_wakeups is False
+
+
+def test_statements_and_rows_follow_the_table_metadata() -> None:
+    """Every fast-path statement names every insert column of its tables and numbers its
+    parameters 1..n without a gap; every row spec covers its table (no hand-written lists)."""
+    for spec in (_sql.RESPONSES, _sql.INPUTS, _sql.EVENTS, _sql.ITEMS, _sql.CHECKPOINTS, _sql.PENDING):
+        expected = [c.name for c in spec.table.columns if not (c.table is t.checkpoints and c.name == "seq")]
+        assert list(spec.columns) == expected, spec.table.name
+    for st in (
+        _sql.superstep_statement(),
+        _sql.creation_statement(inputs_as_json=False),
+        _sql.creation_statement(inputs_as_json=True),
+        _sql.end_statement(),
+    ):
+        numbers = sorted({int(n) for n in re.findall(r"\$(\d+)", st.text)})
+        assert numbers == list(range(1, st.params + 1))
+        assert "{notify}" in st.text
+        assert f"pg_notify(${st.params + 1}, ${st.params + 2}" in st.render(True)
+    assert [k.value for k in WriteKind] == ["create", "superstep", "general", "end"]  # commit order
+
+
+async def test_an_end_with_items_on_both_paths_matches(store: Store) -> None:
+    """The same end, whichever path it takes, leaves the same rows."""
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.submit(
+        Write(
+            "resp_1",
+            "p1",
+            events=[event(1, "response.output_item.done"), event(2, "response.completed")],
+            items=[output_item(0), output_item(1, included=False, status="incomplete")],
+            finish=Finish(status="completed", completed_at=1.5, error=None, usage='{"t": 1}'),
+        )
+    )
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and (row.status, row.completed_at, row.usage) == ("completed", 1.5, '{"t": 1}')
+    every = await store.output_items("resp_1", included_only=False)
+    assert [(i.output_index, i.included) for i in every] == [(0, True), (1, False)]
