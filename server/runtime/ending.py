@@ -25,7 +25,7 @@ from ._af_private import encode_session, pending_request_payloads
 from .pairing import Pairing
 from .plan import RunSpec
 from .sinks import Sink
-from .usage import Usage, UsageMeter
+from .usage import RunUsage, Usage
 
 # The `workflow_name` of a plain agent's session rows in the checkpoints table.
 SESSION_ROWS = "agent-session"
@@ -64,20 +64,18 @@ def failure_error(exc: BaseException) -> dict[str, Any]:
 
 class Ending:
     def __init__(
-        self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None, meter: UsageMeter
+        self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None, usage: RunUsage
     ) -> None:
         self._spec = spec
         self._sink = sink
         self._pairing = pairing
         self._items = items  # None: nothing of this response is stored (store=false)
-        self._meter = meter
+        self._usage = usage
         self.status: str | None = None
 
     def usage(self) -> Usage:
-        """The model calls of this run: as their spans reported them, else as the stream did."""
-        if self._meter.calls:
-            return self._meter.total
-        return self._pairing.mapper.usage.total()
+        """The response's usage: earlier lives' (kept with the checkpoint resumed from) and this run's."""
+        return self._usage.total()
 
     async def finish(self, status: str, *, close_status: str, error: dict[str, Any] | None = None) -> None:
         spec = self._spec

@@ -29,7 +29,7 @@ from .registry import RunRegistry
 from .run import ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
-from .usage import UsageMeter, ensure_usage_spans
+from .usage import RunUsage, Usage, UsageMeter, ensure_usage_spans
 from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.launcher")
@@ -94,13 +94,14 @@ class Launcher:
             server_label=self._app.name,
             answered_calls=approval_calls(plan.messages),
         )
-        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         meter = UsageMeter()
+        usage = RunUsage(meter, mapper.usage, Usage.from_json(plan.prior_usage))
+        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types, usage)
         run = ResponseRun(
             spec,
             sink=sink,
             driver=self._driver(spec, plan, sink, pairing, meter),
-            ending=Ending(spec, sink, pairing, self._store.output_items, meter),
+            ending=Ending(spec, sink, pairing, self._store.output_items, usage),
             hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
         )
         run.on_finished.append(self._after_stored_run)
@@ -136,7 +137,7 @@ class Launcher:
             spec,
             sink=sink,
             driver=self._driver(spec, plan, sink, pairing, meter),
-            ending=Ending(spec, sink, pairing, None, meter),
+            ending=Ending(spec, sink, pairing, None, RunUsage(meter, mapper.usage)),
             hand_over=nothing_to_release,
         )
         return self._start(run, defer)

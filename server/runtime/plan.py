@@ -27,6 +27,9 @@ class RunPlan:
     # A plain agent's `AgentSession` as the previous turn left it (`AgentSession.to_dict()`);
     # None: a new session. Workflows keep their state in checkpoints instead.
     session: dict[str, Any] | None = None
+    # The response's usage (`usage.Usage.to_json`) kept with the checkpoint recovery resumes
+    # from: the model calls of earlier lives.
+    prior_usage: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ else the stream.
 from __future__ import annotations
 
 import contextvars
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
 from ..protocol.response import usage as usage_body
 
-__all__ = ["StreamUsage", "Usage", "UsageMeter", "UsageSpans", "ensure_usage_spans"]
+__all__ = ["RunUsage", "StreamUsage", "Usage", "UsageMeter", "UsageSpans", "ensure_usage_spans"]
 
 
 @dataclass
@@ -42,6 +43,20 @@ class Usage:
         self.output_tokens += other.output_tokens
         self.cached_tokens += other.cached_tokens
         self.reasoning_tokens += other.reasoning_tokens
+
+    def to_json(self) -> str:
+        return json.dumps(
+            [self.input_tokens, self.output_tokens, self.cached_tokens, self.reasoning_tokens],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Usage:
+        """The usage `to_json` stored (nothing stored: none)."""
+        if not text:
+            return cls()
+        values = [_int(v) for v in json.loads(text)][:4]
+        return cls(*values)
 
     def body(self) -> dict[str, Any]:
         """The Response `usage` object."""
@@ -193,4 +208,20 @@ class StreamUsage:
         out.add(self._done)
         for u in self._current.values():
             out.add(u)
+        return out
+
+
+class RunUsage:
+    """A response's usage as one run sees it: what earlier lives left with the checkpoint the
+    run resumed from, plus this run's model calls (spans when there were any, else the stream)."""
+
+    def __init__(self, meter: UsageMeter, stream: StreamUsage, prior: Usage | None = None) -> None:
+        self.meter = meter
+        self._stream = stream
+        self._prior = prior or Usage()
+
+    def total(self) -> Usage:
+        out = Usage()
+        out.add(self._prior)
+        out.add(self.meter.total if self.meter.calls else self._stream.total())
         return out

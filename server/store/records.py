@@ -92,6 +92,7 @@ class CheckpointRow:
     data: str
     created_at: float
     awaits_input: bool = False  # saved before its run delivered the request's input
+    usage: str | None = None  # the response's usage so far (JSON), earlier lives included
     seq: int | None = None  # assigned by the database
 
 
