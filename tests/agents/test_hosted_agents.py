@@ -1,0 +1,159 @@
+"""Plain agent-framework `Agent`s hosted by the real server, on agent-framework's real OpenAI
+clients (`chat`: OpenAIChatCompletionClient, `responses`: OpenAIChatClient) against the fake
+model server, through the unmodified openai client, on SQLite and PostgreSQL (issue 12).
+
+Every turn is streamed with the SDK's `responses.stream(...)`, and `finish_turn` proves for each:
+every raw event valid against the Open Responses schema (`mcp_approval_request` against the SDK's
+own type), the full replay gap-free and equal to the live stream payload for payload, the stored
+Response valid, and its usage equal to what the fake model billed for that response's calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from server.testing import FakeModel
+from tests.agents.hosted import (
+    Tee,
+    api,
+    background_turn,
+    check_events,
+    fake,
+    stream_turn,
+    tool_runs,
+)
+from tests.support.inprocess import InProcessServer
+
+__all__ = ["api", "fake"]  # fixtures
+
+LOOKUP_RESULT = "order A1 shipped on 2026-11-30"
+REJECTED = "Error: Tool call invocation was rejected by user."
+
+
+@contextmanager
+def hosted(database_url: str, app: str) -> Iterator[tuple[Tee, OpenAI]]:
+    with InProcessServer(database_url, app=f"tests.agents.apps:{app}") as srv:
+        tee = Tee(srv.base_url)
+        yield tee, tee.client()
+
+
+def _order(events: list[dict[str, Any]], kind: str) -> list[tuple[int, str]]:
+    return [(e["output_index"], e["item"]["type"]) for e in events if e["type"] == kind]
+
+
+def test_tool_agent_shows_the_call_then_its_result_then_the_answer(
+    database_url: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """A tool the agent runs itself: its function_call, then its function_call_output (both
+    completed, opened and closed in that order), then the message quoting the result. The tool
+    ran once; usage is both model calls'."""
+    with hosted(database_url, "tool_agent") as (tee, client):
+        turn = stream_turn(tee, client, fake, input="lookup_order order_id=A1")
+    assert turn.response.status == "completed"
+    assert turn.types == ["function_call", "function_call_output", "message"]
+    call, result, message = turn.response.output
+    assert call.name == "lookup_order" and json.loads(call.arguments) == {"order_id": "A1"}
+    assert call.status == "completed" and result.status == "completed"
+    assert result.call_id == call.call_id and result.output == LOOKUP_RESULT
+    assert message.content[0].text == f"assistant: Tool lookup_order returned: {LOOKUP_RESULT}"
+    expected = [(0, "function_call"), (1, "function_call_output"), (2, "message")]
+    assert _order(turn.events, "response.output_item.added") == expected
+    assert _order(turn.events, "response.output_item.done") == expected
+    assert turn.calls == {"assistant": 2}
+    assert len(tool_runs(tmp_path)) == 1
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+def test_request_declared_tool_stays_a_call_the_client_answers(
+    database_url: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """A tool declared by the request (`tools`) is a bare function_call the server does not run;
+    the client's function_call_output (with previous_response_id) reaches the model."""
+    with hosted(database_url, "tool_agent") as (tee, client):
+        first = stream_turn(tee, client, fake, input="get_weather city=Paris", tools=[WEATHER_TOOL])
+        assert first.types == ["function_call"]
+        call = first.response.output[0]
+        assert call.name == "get_weather" and json.loads(call.arguments) == {"city": "Paris"}
+        assert call.status == "completed"
+        second = stream_turn(
+            tee,
+            client,
+            fake,
+            previous_response_id=first.response.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 21 C"}],
+            tools=[WEATHER_TOOL],
+        )
+    assert second.types == ["message"]
+    assert second.texts == ["assistant: Tool get_weather returned: sunny, 21 C"]
+    assert first.calls == second.calls == {"assistant": 1}
+    assert tool_runs(tmp_path) == []
+
+
+def test_reasoning_becomes_reasoning_items_and_usage_details(
+    database_url: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """A model that reasons (the fake reasons when the user says "think"): over the Responses
+    API each model call's reasoning summary is a `reasoning` item with its summary events, before
+    the call's output; over chat completions reasoning is opaque (no text is invented). Either
+    way the reasoning and cached tokens of every call are in the usage."""
+    with hosted(database_url, "tool_agent") as (tee, client):
+        turn = stream_turn(tee, client, fake, input="lookup_order order_id=A1 and think")
+    assert turn.billed.reasoning_tokens > 0 and turn.billed.cached_tokens > 0
+    assert turn.response.usage.output_tokens_details.reasoning_tokens == turn.billed.reasoning_tokens
+    kinds = [i for i in turn.types if i != "reasoning"]
+    assert kinds == ["function_call", "function_call_output", "message"]
+    reasoning = turn.items("reasoning")
+    if api == "responses":
+        assert turn.types == ["reasoning", "function_call", "function_call_output", "reasoning", "message"]
+        summary = 'Thinking about "lookup_order order_id=A1 and think" step by step.'
+        assert [[s.text for s in r.summary] for r in reasoning] == [[summary], [summary]]
+        kinds_seen = {e["type"] for e in turn.events}
+        assert {
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+        } <= kinds_seen
+    else:
+        assert all(not r.summary for r in reasoning), "reasoning text invented over chat completions"
+
+
+@pytest.mark.parametrize("app", ["tool_agent", "sequential"])
+def test_model_error_fails_the_response_with_the_models_code(
+    database_url: str, api: str, fake: FakeModel, app: str
+) -> None:
+    """A model error (the fake's `model_error:<code>`) ends the response `failed` with that code
+    and a message naming the model's error, streamed (a plain agent) and in the background (a
+    workflow too); the replay of each is a valid, complete sequence."""
+    with hosted(database_url, app) as (tee, client):
+        streamed = stream_turn(tee, client, fake, input="hello model_error:rate_limit_exceeded")
+        background = background_turn(tee, client, fake, input="hello model_error:context_length_exceeded")
+    for turn, code, words in (
+        (streamed, "rate_limit_exceeded", "Rate limit reached"),
+        (background, "context_length_exceeded", "maximum context length"),
+    ):
+        assert turn.response.status == "failed"
+        assert turn.events[-1]["type"] == "response.failed"
+        error = turn.response.error
+        assert error is not None and error.code == code, error
+        assert words in error.message and "model" in error.message, error.message
+        check_events(turn.events)
