@@ -23,9 +23,11 @@ from server.testing import FakeModel
 from tests.agents.hosted import (
     Tee,
     api,
+    approval_answer,
     background_turn,
     check_events,
     fake,
+    post,
     stream_turn,
     tool_runs,
 )
@@ -106,6 +108,95 @@ def test_request_declared_tool_stays_a_call_the_client_answers(
     assert second.texts == ["assistant: Tool get_weather returned: sunny, 21 C"]
     assert first.calls == second.calls == {"assistant": 1}
     assert tool_runs(tmp_path) == []
+
+
+def _ask_refund(tee: Tee, client: OpenAI, fake: FakeModel, **link: Any) -> Any:
+    turn = stream_turn(tee, client, fake, input="refund_payment order_id=A1 amount=5", **link)
+    assert turn.types == ["mcp_approval_request"], turn.types
+    request = turn.response.output[0]
+    assert request.name == "refund_payment" and request.server_label == "cashier"
+    assert json.loads(request.arguments) == {"order_id": "A1", "amount": 5.0}
+    return turn
+
+
+def test_approval_agent_approve_and_reject(
+    database_url: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """A plain Agent's approval-gated tool is an `mcp_approval_request`; approved (its
+    `mcp_approval_response`), the tool runs exactly once and its result reaches the model;
+    rejected, the tool never runs and the model is told it was rejected. An unknown request id
+    is a 400, an answered one a 409. Each path is taken once via previous_response_id and once
+    via the same conversation (which link takes which path alternates with the client)."""
+    conversation = {"conversation": f"conv_{api}_approvals_{Path(tmp_path).name[-8:]}"}
+    approve_link, reject_link = (
+        ("previous", "conversation") if api == "chat" else ("conversation", "previous")
+    )
+    with hosted(database_url, "approval_agent") as (tee, client):
+
+        def link(kind: str, turn: Any) -> dict[str, Any]:
+            return {"previous_response_id": turn.response.id} if kind == "previous" else conversation
+
+        # Approve.
+        asked = _ask_refund(tee, client, fake, **(conversation if approve_link == "conversation" else {}))
+        request_id = asked.response.output[0].id
+        assert tool_runs(tmp_path) == [], "the tool ran before its approval"
+        unknown = post(
+            tee.base_url,
+            {"model": "m", **link(approve_link, asked), "input": approval_answer("af-call-unknown", True)},
+        )
+        assert unknown.status_code == 400, unknown.text
+        assert unknown.json()["error"]["code"] == "unknown_approval_request"
+        approved = stream_turn(
+            tee, client, fake, input=approval_answer(request_id, True), **link(approve_link, asked)
+        )
+        assert approved.response.status == "completed", approved.response.error
+        assert approved.types == ["function_call", "function_call_output", "message"]
+        call, result, _ = approved.response.output
+        assert call.name == "refund_payment" and result.call_id == call.call_id
+        assert result.output == "refunded 5.00 for order A1"
+        assert approved.texts == ["cashier: Tool refund_payment returned: refunded 5.00 for order A1"]
+        assert [r["tool"] for r in tool_runs(tmp_path)] == ["refund_payment"]
+        again = post(
+            tee.base_url,
+            {
+                "model": "m",
+                "previous_response_id": asked.response.id,
+                "input": approval_answer(request_id, True),
+            },
+        )
+        assert again.status_code == 409, again.text
+        assert again.json()["error"]["code"] == "approval_already_answered"
+
+        # Reject (a new request, on a new chain or the next turn of the conversation).
+        asked2 = _ask_refund(tee, client, fake, **(conversation if reject_link == "conversation" else {}))
+        request2 = asked2.response.output[0].id
+        assert request2 != request_id
+        rejected = stream_turn(
+            tee,
+            client,
+            fake,
+            input=approval_answer(request2, False, reason="not this one"),
+            **link(reject_link, asked2),
+        )
+        assert rejected.response.status == "completed", rejected.response.error
+        assert rejected.types[-1] == "message"
+        assert rejected.texts[-1].startswith(f"cashier: Tool refund_payment returned: {REJECTED}")
+        # The model was told, in the tool result it got.
+        last_prompt = fake.calls[-1].prompt
+        assert any(t.role == "tool" and REJECTED in t.text for t in last_prompt.dialogue), (
+            last_prompt.dialogue
+        )
+        assert len(tool_runs(tmp_path)) == 1, "a rejected tool ran"
+        again2 = post(
+            tee.base_url,
+            {
+                "model": "m",
+                "previous_response_id": asked2.response.id,
+                "input": approval_answer(request2, True),
+            },
+        )
+        assert again2.status_code == 409, again2.text
+        assert again2.json()["error"]["code"] == "approval_already_answered"
 
 
 def test_reasoning_becomes_reasoning_items_and_usage_details(
