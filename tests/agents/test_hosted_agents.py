@@ -158,11 +158,7 @@ def test_approval_agent_approve_and_reject(
         assert [r["tool"] for r in tool_runs(tmp_path)] == ["refund_payment"]
         again = post(
             tee.base_url,
-            {
-                "model": "m",
-                "previous_response_id": asked.response.id,
-                "input": approval_answer(request_id, True),
-            },
+            {"model": "m", **link(approve_link, asked), "input": approval_answer(request_id, True)},
         )
         assert again.status_code == 409, again.text
         assert again.json()["error"]["code"] == "approval_already_answered"
@@ -189,11 +185,7 @@ def test_approval_agent_approve_and_reject(
         assert len(tool_runs(tmp_path)) == 1, "a rejected tool ran"
         again2 = post(
             tee.base_url,
-            {
-                "model": "m",
-                "previous_response_id": asked2.response.id,
-                "input": approval_answer(request2, True),
-            },
+            {"model": "m", **link(reject_link, asked2), "input": approval_answer(request2, True)},
         )
         assert again2.status_code == 409, again2.text
         assert again2.json()["error"]["code"] == "approval_already_answered"
