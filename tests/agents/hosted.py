@@ -16,7 +16,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,14 @@ from pydantic import TypeAdapter
 from server.testing import FakeModel, Usage
 from tests.agents import apps
 from tests.schema_validator import validate_event, validate_response
-from tests.support.sse import TERMINAL_EVENT_TYPES, check_sequence, parse_sse, stream_events
+from tests.support.inprocess import InProcessServer
+from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.sse import TERMINAL_EVENT_TYPES, check_sequence, iter_frames, parse_sse
 
 APIS = ["chat", "responses"]
+DIALECTS = ["sqlite", "postgresql"]
+# Servers that recover nothing need not look for work twice a second.
+QUIET = {"DURABLE_RESPONSES_RECOVERY_INTERVAL": "5"}
 TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
 # Words that only the framework's internal envelopes carry: a client must never see them.
 INTERNALS = (
@@ -63,12 +68,61 @@ def api(
     request: pytest.FixtureRequest, fake: FakeModel, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> str:
     """Which agent-framework client the apps use: `chat` (OpenAIChatCompletionClient) or
-    `responses` (OpenAIChatClient); set in the environment the apps read when the host builds them."""
+    `responses` (OpenAIChatClient). The host builds the app anew for every run, and the app reads
+    its client from the environment then: setting it here switches every server of the module."""
     fake.token_delay = 0.0
     for key, value in fake.env(str(request.param)).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv(apps.TOOL_LOG_ENV, str(tmp_path / "tools.jsonl"))
     return str(request.param)
+
+
+@pytest.fixture(params=DIALECTS)
+def dialect(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class Servers:
+    """In-process servers of one test module, one per (app, dialect), each on a fresh migrated
+    database of its own, started on first use and stopped (databases dropped) at the module's
+    end: a test's responses, conversations and tool log are its own, the start-up is shared."""
+
+    def __init__(self, tmp: Path) -> None:
+        self._tmp = tmp
+        self._running: dict[tuple[str, str], tuple[InProcessServer, Tee]] = {}
+        self._pg: list[str] = []
+
+    def get(self, app: str, dialect: str) -> Tee:
+        key = (app, dialect)
+        if key not in self._running:
+            if dialect == "sqlite":
+                url = f"sqlite:///{self._tmp / f'{app}.db'}"
+            else:
+                url = new_pg_database(migrated=True)
+                self._pg.append(url)
+            srv = InProcessServer(url, app=f"tests.agents.apps:{app}", env=QUIET)
+            srv.start()
+            self._running[key] = (srv, Tee(srv.base_url))
+        tee = self._running[key][1]
+        tee.bodies.clear()
+        return tee
+
+    def close(self) -> None:
+        for srv, tee in self._running.values():
+            tee.close()
+            srv.stop()
+        self._running.clear()
+        for url in self._pg:
+            drop_pg_database(url)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    running = Servers(tmp_path_factory.mktemp("servers"))
+    try:
+        yield running
+    finally:
+        running.close()
 
 
 def tool_runs(tmp_path: Path, name: str | None = None) -> list[dict[str, Any]]:
@@ -119,16 +173,20 @@ class _TeeTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-@dataclass
 class Tee:
-    """An `openai.OpenAI` client whose SSE response bodies are also kept, raw."""
+    """A server's clients: `client`, an `openai.OpenAI` whose SSE response bodies are also kept,
+    raw (`last_events`), and `http`, a plain httpx client for replays and refused requests."""
 
-    base_url: str
-    bodies: list[bytearray] = field(default_factory=list)
-
-    def client(self) -> OpenAI:
-        http = httpx.Client(transport=_TeeTransport(self), timeout=60)
-        return OpenAI(base_url=self.base_url + "/v1", api_key="test-key", max_retries=0, http_client=http)
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.bodies: list[bytearray] = []
+        self.http = httpx.Client(base_url=base_url, timeout=60, headers={"authorization": "Bearer k"})
+        self.client = OpenAI(
+            base_url=base_url + "/v1",
+            api_key="test-key",
+            max_retries=0,
+            http_client=httpx.Client(transport=_TeeTransport(self), timeout=60),
+        )
 
     def last_events(self) -> list[dict[str, Any]]:
         """The events of the last SSE body the client read, as the server sent them."""
@@ -138,6 +196,28 @@ class Tee:
             assert f.event == f.json["type"], f"SSE event: {f.event} but data type {f.json['type']}"
             assert f.id == str(f.json["sequence_number"]), f"SSE id {f.id} != {f.json['sequence_number']}"
         return [f.json for f in frames if f.json is not None]
+
+    def replay(self, rid: str) -> list[dict[str, Any]]:
+        """`GET /v1/responses/{rid}?stream=true`: every stored event, until the terminal one."""
+        out: list[dict[str, Any]] = []
+        with self.http.stream("GET", f"/v1/responses/{rid}", params={"stream": "true"}) as r:
+            r.raise_for_status()
+            for f in iter_frames(r.iter_lines()):
+                if f.json is None:
+                    continue
+                assert f.event == f.json["type"] and f.id == str(f.json["sequence_number"]), f
+                out.append(f.json)
+                if f.json["type"] in TERMINAL_EVENT_TYPES:
+                    break
+        return out
+
+    def post(self, body: dict[str, Any]) -> httpx.Response:
+        """A raw `POST /v1/responses` (to see a refusal's status and error body as sent)."""
+        return self.http.post("/v1/responses", json=body)
+
+    def close(self) -> None:
+        self.client.close()
+        self.http.close()
 
 
 # region schema validation
@@ -178,6 +258,25 @@ def check_response_body(body: dict[str, Any]) -> None:
     validate_response(_response_for_schema(body))
 
 
+def check_events(events: list[dict[str, Any]]) -> None:
+    """Every event valid; each text streamed as deltas that add up to its done text; nothing of
+    the framework's internals shown."""
+    deltas: dict[str, list[str]] = {}
+    for e in events:
+        check_event(e)
+        if e["type"] == "response.output_text.delta":
+            deltas.setdefault(e["item_id"], []).append(e["delta"])
+        elif e["type"] == "response.output_text.done":
+            assert "".join(deltas.get(e["item_id"], [])) == e["text"], e
+    shown = json.dumps([e for e in events if e["type"] not in ("response.created", "response.in_progress")])
+    for word in INTERNALS:
+        assert word not in shown, f"a framework internal ({word}) reached the client: {shown[:2000]}"
+
+
+def deltas_per_item(events: list[dict[str, Any]]) -> dict[str, int]:
+    return dict(Counter(e["item_id"] for e in events if e["type"] == "response.output_text.delta"))
+
+
 # region one turn, checked
 
 
@@ -213,9 +312,9 @@ class Turn:
         return [c.text for i in self.items("message") for c in i.content if c.type == "output_text"]
 
 
-def check_replay(base_url: str, rid: str, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_replay(tee: Tee, rid: str, live: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The full replay passes `check_sequence` and equals the live stream, payload for payload."""
-    replay = stream_events(base_url, rid)
+    replay = tee.replay(rid)
     check_sequence(replay, label=rid)
     assert len(replay) == len(live), (len(replay), len(live))
     for seen, stored in zip(live, replay, strict=True):
@@ -223,38 +322,17 @@ def check_replay(base_url: str, rid: str, live: list[dict[str, Any]]) -> list[di
     return replay
 
 
-def check_events(events: list[dict[str, Any]]) -> None:
-    """Every event valid; each text streamed as deltas that add up to its done text; nothing of
-    the framework's internals shown."""
-    deltas: dict[str, list[str]] = {}
-    for e in events:
-        check_event(e)
-        if e["type"] == "response.output_text.delta":
-            deltas.setdefault(e["item_id"], []).append(e["delta"])
-        elif e["type"] == "response.output_text.done":
-            assert "".join(deltas.get(e["item_id"], [])) == e["text"], e
-    shown = json.dumps([e for e in events if e["type"] not in ("response.created", "response.in_progress")])
-    for word in INTERNALS:
-        assert word not in shown, f"a framework internal ({word}) reached the client: {shown[:2000]}"
-
-
-def deltas_per_item(events: list[dict[str, Any]]) -> dict[str, int]:
-    return dict(Counter(e["item_id"] for e in events if e["type"] == "response.output_text.delta"))
-
-
-def finish_turn(
-    base_url: str, client: OpenAI, fake: FakeModel, mark: int, rid: str, live: list[dict[str, Any]]
-) -> Turn:
+def finish_turn(tee: Tee, fake: FakeModel, mark: int, rid: str, live: list[dict[str, Any]]) -> Turn:
     """The checks every turn passes: events valid, replay == live, the stored Response valid and
     equal to the terminal event's, usage == what the fake model billed for the turn's calls."""
     check_events(live)
-    check_replay(base_url, rid, live)
-    body = httpx.get(f"{base_url}/v1/responses/{rid}", timeout=30).json()
+    check_replay(tee, rid, live)
+    body = tee.http.get(f"/v1/responses/{rid}").json()
     check_response_body(body)
     terminal = live[-1]
     assert terminal["type"] in TERMINAL_EVENT_TYPES, terminal["type"]
     assert body["output"] == terminal["response"]["output"], "GET and the terminal event disagree"
-    response = client.responses.retrieve(rid)
+    response = tee.client.responses.retrieve(rid)
     calls = fake.calls_since(mark)
     assert all(c.finished for c in calls), "a model call was still streaming when the response ended"
     billed = fake.usage_total(since=mark)
@@ -262,11 +340,11 @@ def finish_turn(
     return Turn(response, live, Counter(c.agent or "?" for c in calls), billed)
 
 
-def stream_turn(tee: Tee, client: OpenAI, fake: FakeModel, **kwargs: Any) -> Turn:
+def stream_turn(tee: Tee, fake: FakeModel, **kwargs: Any) -> Turn:
     """One turn streamed with the SDK's `responses.stream(...)` helper, then checked (`finish_turn`)."""
     mark = fake.mark()
     kwargs.setdefault("model", "fake-model")
-    with client.responses.stream(**kwargs) as stream:
+    with tee.client.responses.stream(**kwargs) as stream:
         last = None
         for event in stream:
             last = event
@@ -276,17 +354,16 @@ def stream_turn(tee: Tee, client: OpenAI, fake: FakeModel, **kwargs: Any) -> Tur
     live = tee.last_events()
     rid = live[0]["response"]["id"]
     assert live[0]["type"] == "response.created" and rid == last.response.id
-    return finish_turn(tee.base_url, client, fake, mark, rid, live)
+    return finish_turn(tee, fake, mark, rid, live)
 
 
-def background_turn(tee: Tee, client: OpenAI, fake: FakeModel, timeout: float = 60, **kwargs: Any) -> Turn:
+def background_turn(tee: Tee, fake: FakeModel, timeout: float = 60, **kwargs: Any) -> Turn:
     """One background turn (not streamed): waited for, then its replay checked as its stream."""
     mark = fake.mark()
     kwargs.setdefault("model", "fake-model")
-    created = client.responses.create(background=True, **kwargs)
-    wait_terminal(client, created.id, timeout)
-    events = stream_events(tee.base_url, created.id)
-    return finish_turn(tee.base_url, client, fake, mark, created.id, events)
+    created = tee.client.responses.create(background=True, **kwargs)
+    wait_terminal(tee.client, created.id, timeout)
+    return finish_turn(tee, fake, mark, created.id, tee.replay(created.id))
 
 
 def wait_terminal(client: OpenAI, rid: str, timeout: float = 60) -> Any:
@@ -309,10 +386,3 @@ def approval_answer(request_id: str, approve: bool, reason: str | None = None) -
     if reason is not None:
         answer["reason"] = reason
     return [answer]
-
-
-def post(base_url: str, body: dict[str, Any]) -> httpx.Response:
-    """A raw `POST /v1/responses` (to see a refusal's status and error body as sent)."""
-    return httpx.post(
-        f"{base_url}/v1/responses", json=body, headers={"authorization": "Bearer k"}, timeout=60
-    )
