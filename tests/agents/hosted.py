@@ -13,9 +13,11 @@ checks the event around it with a stand-in item.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,12 +110,15 @@ class Servers:
         return tee
 
     def close(self) -> None:
-        for srv, tee in self._running.values():
-            tee.close()
-            srv.stop()
-        self._running.clear()
-        for url in self._pg:
-            drop_pg_database(url)
+        def stop(running: tuple[InProcessServer, Tee]) -> None:
+            running[1].close()
+            running[0].stop()
+
+        with ThreadPoolExecutor(max_workers=max(1, len(self._running), len(self._pg))) as pool:
+            list(pool.map(stop, self._running.values()))  # each waits for its own drain
+            self._running.clear()
+            list(pool.map(drop_pg_database, self._pg))
+        self._pg.clear()
 
 
 @pytest.fixture(scope="module")
@@ -335,6 +340,8 @@ def finish_turn(tee: Tee, fake: FakeModel, mark: int, rid: str, live: list[dict[
     response = tee.client.responses.retrieve(rid)
     calls = fake.calls_since(mark)
     assert all(c.finished for c in calls), "a model call was still streaming when the response ended"
+    client_api = os.environ.get(apps.FAKE_MODEL_API_ENV, "chat")
+    assert {c.api for c in calls} <= {client_api}, f"calls over {[c.api for c in calls]}, not {client_api}"
     billed = fake.usage_total(since=mark)
     assert usage_of(response) == billed, f"usage {usage_of(response)} != billed {billed}"
     return Turn(response, live, Counter(c.agent or "?" for c in calls), billed)

@@ -203,8 +203,8 @@ class FirstLives:
     def close(self) -> None:
         for life in self.lives.values():
             life.server.kill()
-        for url in self._pg:
-            drop_pg_database(url)
+        with ThreadPoolExecutor(max_workers=max(1, len(self._pg))) as pool:
+            list(pool.map(drop_pg_database, self._pg))
 
 
 @pytest.fixture(scope="module")
@@ -526,6 +526,9 @@ def test_pending_approval_survives_kill_and_a_fresh_working_directory(
             timeout=30,
         )
         assert again.status_code == 409, again.text
-        check_sequence(stream_events(second.base_url, answered.id), label=case)
+        replay = stream_events(second.base_url, answered.id)
+        check_sequence(replay, label=case)
+        for event in replay:
+            check_event(event)
     finally:
         second.kill()
