@@ -357,13 +357,12 @@ def run_and_kill(case: Crash, life: FirstLife, fake: FakeModel) -> Killed:
             # (its superstep is behind it): only the running ones can rerun.
             return bool(created) and all(started[c.index] < created[-1] for c in now if c.finished)
 
+        def state() -> str:  # what the wait saw, should it time out
+            cps = probe.created(live.response_id) if live.response_id else []
+            shown = [(c.agent, c.finished, started.get(c.index)) for c in calls()]
+            return f"calls {shown}, checkpoints {cps}, events {[e['type'] for e in live.events][-5:]}"
+
         try:
-
-            def state() -> str:
-                cps = probe.created(live.response_id) if live.response_id else []
-                shown = [(c.agent, c.finished, started.get(c.index)) for c in calls()]
-                return f"calls {shown}, checkpoints {cps}, events {[e['type'] for e in live.events][-5:]}"
-
             _wait(at_kill_point, 60, f"{case.app}'s kill point", state)
             life.server.kill()
             fake.token_delay = 0.0
