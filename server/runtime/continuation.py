@@ -29,6 +29,7 @@ from ..store import (
     ABANDONED_STATUSES,
     TERMINAL_STATUSES,
     CheckpointRow,
+    PendingRequestRow,
     ResponseRow,
     Store,
 )
@@ -117,20 +118,54 @@ class Continuations:
         items = req.input_items
         if self.app.is_workflow and prev is not None:
             pending = await self.store.pending_requests(prev.id, user_id)
-            if pending:
+            earlier = await self._answered_earlier(user_id, req, prev, pending)
+            if pending or earlier:
                 cp = await self._checkpoint(user_id, req, None)
                 decoded = self._decode(cp) if cp is not None else None
-                check_pause_reply(prev.id, items, pending, pending_of(decoded) if decoded else {})
+                check_pause_reply(
+                    prev.id, items, [*pending, *earlier], pending_of(decoded) if decoded else {}
+                )
                 if decoded is not None:
                     typed_replies(decoded, items)
                 return
         if not self.app.is_workflow:
             rows = await self.store.pending_requests(prev.id, user_id) if prev is not None else []
+            if prev is not None:
+                rows = [*rows, *await self._answered_earlier(user_id, req, prev, rows)]
             check_agent_approvals(prev.id if prev is not None else None, items, rows)
         resolved = await self.resolve_references(user_id, items, strict=True)
         replies = _call_ids(resolved, "function_call_output")
         if replies:
             await self._check_calls_exist(user_id, req, prev, resolved, replies)
+
+    async def _answered_earlier(
+        self, user_id: str, req: CreateRequest, prev: ResponseRow, rows: Sequence[PendingRequestRow]
+    ) -> list[PendingRequestRow]:
+        """The requests of the conversation's earlier turns that this input answers again and that
+        were answered already. A conversation continues from its last turn (`prev`), but a request
+        answered in it is the conversation's: answering it again is a 409 naming the response that
+        answered it, not a 400 "unknown" (as with previous_response_id of the turn that asked)."""
+        if not req.conversation_id or req.previous_response_id:
+            return []
+        wanted = {str(i.get("call_id")) for i in req.input_items if _kind(i) == "function_call_output"}
+        wanted |= {
+            str(i.get("approval_request_id")) for i in req.input_items if _kind(i) == "mcp_approval_response"
+        }
+        wanted -= {r.call_id for r in rows}
+        found: list[PendingRequestRow] = []
+        if not wanted:
+            return found
+        prior = await self.store.conversation_responses(user_id, req.conversation_id)
+        for row in reversed(prior[-MAX_HISTORY_RESPONSES:]):
+            if row.id == prev.id:
+                continue
+            for p in await self.store.pending_requests(row.id, user_id):
+                if p.call_id in wanted and p.status == "answered":
+                    found.append(p)
+                    wanted.discard(p.call_id)
+            if not wanted:
+                break
+        return found
 
     async def _check_calls_exist(
         self,

@@ -277,7 +277,11 @@ def reply_messages(checkpoint: WorkflowCheckpoint, items: list[dict[str, Any]]) 
 
 def approval_messages(items: list[dict[str, Any]], rows: Sequence[PendingRequestRow]) -> list[Message]:
     """A plain agent's input with each `mcp_approval_response` as the framework's approval answer
-    (built from the stored request, which the agent's session binds it to)."""
+    (built from the stored request, which the agent's session binds it to).
+
+    A rejection's `reason` stays with the stored input item only: the framework's answer has no
+    field for it, and any text sent beside it ends up between the call and its (rejected)
+    result, a conversation OpenAI refuses (the model is told the call was rejected either way)."""
     stored = {r.call_id: r for r in rows}
     out: list[Message] = []
     for item in items:
@@ -286,10 +290,7 @@ def approval_messages(items: list[dict[str, Any]], rows: Sequence[PendingRequest
             continue
         row = stored.get(str(item.get("approval_request_id")))
         request = Content.from_dict(json.loads(row.data)) if row is not None else None
-        contents = [_approval(request, item)]
-        if item.get("reason") and not item.get("approve"):
-            contents.append(Content.from_text(f"Reason for rejecting the tool call: {item['reason']}"))
-        out.append(Message(role="user", contents=contents))
+        out.append(Message(role="user", contents=[_approval(request, item)]))
     return out
 
 
