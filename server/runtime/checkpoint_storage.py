@@ -78,9 +78,7 @@ class SqlCheckpointStorage:
         if self._settle is not None:
             await self._settle()
 
-    def row(
-        self, checkpoint: WorkflowCheckpoint, data: str, *, event_seq: int, usage: str | None = None
-    ) -> CheckpointRow:
+    def row(self, checkpoint: WorkflowCheckpoint, data: str, *, event_seq: int) -> CheckpointRow:
         return CheckpointRow(
             checkpoint_id=checkpoint.checkpoint_id,
             user_id=self.user_id,
@@ -91,7 +89,6 @@ class SqlCheckpointStorage:
             data=data,
             created_at=time.time(),
             awaits_input=self.awaiting_input,
-            usage=usage,
         )
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ..protocol.sse import dumps
 from ..store import Store
 from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
@@ -95,8 +96,10 @@ class Launcher:
             answered_calls=approval_calls(plan.messages),
         )
         meter = UsageMeter()
-        usage = RunUsage(meter, mapper.usage, Usage.from_json(plan.prior_usage))
-        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types, usage)
+        usage = RunUsage(meter, mapper.usage, Usage.from_body(plan.prior_usage))
+        # Every write carries the usage so far when it changed (kept on the response row).
+        sink.usage_source = lambda: dumps(usage.total().body())
+        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         run = ResponseRun(
             spec,
             sink=sink,

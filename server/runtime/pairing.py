@@ -28,7 +28,6 @@ from .checkpoint_storage import SqlCheckpointStorage
 from .mapping import ClosedItem, ItemMapper
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
-from .usage import RunUsage
 
 # Checkpoint writes a run may have in flight before a save waits (see `SqlPairing.on_save`).
 CHECKPOINT_PIPELINE = 4
@@ -73,11 +72,9 @@ class SqlPairing(Pairing):
         sink: Sink,
         mapper: ItemMapper,
         allowed_types: Iterable[str],
-        usage: RunUsage,
     ) -> None:
         super().__init__(mapper)
         self._sink = sink
-        self._usage = usage
         self._writes: deque[asyncio.Future[None]] = deque()
         self._storage = SqlCheckpointStorage(
             store,
@@ -111,9 +108,7 @@ class SqlPairing(Pairing):
         that did commit. Overlapping commits are group-committed (one fsync for several).
         """
         closed = self.close_open("completed")
-        row = self._storage.row(
-            checkpoint, data, event_seq=self._sink.last_seq, usage=self._usage.total().to_json()
-        )
+        row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
         write = self._sink.send(closed, checkpoint=row, urgent=True)
         self.last_checkpoint = checkpoint
         writes = self._writes

@@ -27,8 +27,8 @@ class RunPlan:
     # A plain agent's `AgentSession` as the previous turn left it (`AgentSession.to_dict()`);
     # None: a new session. Workflows keep their state in checkpoints instead.
     session: dict[str, Any] | None = None
-    # The response's usage (`usage.Usage.to_json`) kept with the checkpoint recovery resumes
-    # from: the model calls of earlier lives.
+    # The response's usage (its Response `usage` JSON) as the last committed write of an earlier
+    # life of the response left it on the response row: recovery adds this run's model calls.
     prior_usage: str | None = None
 
 

@@ -132,7 +132,8 @@ class Recovery:
             status = "in_progress"
         await sink.commit(closed, status=status)
         plan = await self._plan(row, req, own_cp)
-        plan.prior_usage = own_cp.usage if own_cp is not None else None
+        # The usage the killed run's last committed write kept: the model calls of earlier lives.
+        plan.prior_usage = row.usage
         plan.announced = announced(json.loads(o.data) for o in await store.output_items(row.id))
         log.info(
             "recovering response %s from %s",

@@ -134,6 +134,9 @@ class SqlSink(Sink):
         # with the loop time they were handed over at.
         self._inflight: deque[tuple[float, asyncio.Future[None]]] = deque()
         self.failure = None
+        # The response's usage so far (its JSON), asked at every write: sent when it changed.
+        self.usage_source: Callable[[], str] | None = None
+        self._usage_sent: str | None = None
         # Background responses with webhooks configured: the end's event rides with the end
         # (one transaction), and `on_webhook` is told once it is committed.
         self.webhook_for: WebhookFor | None = None
@@ -190,6 +193,11 @@ class SqlSink(Sink):
         urgent: bool = False,
     ) -> asyncio.Future[None]:
         self._check()
+        usage = self.usage_source() if self.usage_source is not None else None
+        if usage == self._usage_sent:
+            usage = None
+        else:
+            self._usage_sent = usage
         write = Write(
             response_id=self._rid,
             owner=self._owner,
@@ -202,6 +210,7 @@ class SqlSink(Sink):
             prune=prune,
             urgent=urgent,
             webhook=self.webhook_for(self._rid, finish) if finish is not None and self.webhook_for else None,
+            usage=usage,
         )
         self._pending = []
         fut = self._store.submit(write)

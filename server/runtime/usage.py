@@ -44,19 +44,19 @@ class Usage:
         self.cached_tokens += other.cached_tokens
         self.reasoning_tokens += other.reasoning_tokens
 
-    def to_json(self) -> str:
-        return json.dumps(
-            [self.input_tokens, self.output_tokens, self.cached_tokens, self.reasoning_tokens],
-            separators=(",", ":"),
-        )
-
     @classmethod
-    def from_json(cls, text: str | None) -> Usage:
-        """The usage `to_json` stored (nothing stored: none)."""
-        if not text:
+    def from_body(cls, text: str | None) -> Usage:
+        """The usage of a stored Response `usage` object (its JSON text; nothing stored: none)."""
+        body = json.loads(text) if text else None
+        if not isinstance(body, dict):
             return cls()
-        values = [_int(v) for v in json.loads(text)][:4]
-        return cls(*values)
+        inputs, outputs = body.get("input_tokens_details") or {}, body.get("output_tokens_details") or {}
+        return cls(
+            _int(body.get("input_tokens")),
+            _int(body.get("output_tokens")),
+            _int(inputs.get("cached_tokens")),
+            _int(outputs.get("reasoning_tokens")),
+        )
 
     def body(self) -> dict[str, Any]:
         """The Response `usage` object."""

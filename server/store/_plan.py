@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, text, update
+from sqlalchemy import and_, bindparam, func, insert, text, update
 from sqlalchemy.sql import Executable
 
 from . import _sql
@@ -44,7 +44,7 @@ _INSERT_RESPONSE = insert(t.responses)
 _FENCE = (
     update(t.responses)
     .where(and_(_r.id == bindparam("b_id"), _r.lease_owner == bindparam("b_owner")))
-    .values(lease_expires_at=bindparam("b_until"))
+    .values(lease_expires_at=bindparam("b_until"), usage=func.coalesce(bindparam("b_usage"), _r.usage))
 )
 _STATUS = update(t.responses).where(_r.id == bindparam("b_id")).values(status=bindparam("b_status"))
 _FINISH_BINDS = tuple(f"b_{c}" for c in _sql.FINISH_COLUMNS)
@@ -72,6 +72,9 @@ _PRUNE = text(
 
 def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = None) -> list[Op]:
     now = time.time() if now is None else now
+    writes = list(writes)
+    # The usage a (response, owner)'s fence keeps: its last write's in the batch that has one.
+    usage = {(w.response_id, w.owner): w.usage for w in writes if w.usage is not None}
     ops: list[Op] = []
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in _INSERTS}
     inputs, events, items = rows["input_items"], rows["events"], rows["output_items"]
@@ -89,7 +92,8 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
         if w.owner is not None and (rid, w.owner) not in fenced:
             fenced.add((rid, w.owner))
             until = w.lease_until if w.lease_until is not None else now + lease_seconds
-            ops.append(Op(_FENCE, {"b_id": rid, "b_owner": w.owner, "b_until": until}, fence=rid))
+            params = {"b_id": rid, "b_owner": w.owner, "b_until": until, "b_usage": usage.get((rid, w.owner))}
+            ops.append(Op(_FENCE, params, fence=rid))
         events.extend(_sql.EVENTS.mapping(rid, e) for e in w.events)
         items.extend(_sql.ITEMS.mapping(rid, i) for i in w.items)
         if w.checkpoint is not None:
@@ -200,6 +204,7 @@ class Fence:
     owner: str
     until: float
     status: str | None  # the last status change of the batch, if any
+    usage: str | None = None  # the last usage of the batch, if any
 
 
 def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list[Fence]:
@@ -210,11 +215,13 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
         until = w.lease_until if w.lease_until is not None else now + lease_seconds
         fence = by_key.get((w.response_id, w.owner))
         if fence is None:
-            by_key[(w.response_id, w.owner)] = Fence(w.response_id, w.owner, until, w.status)
+            by_key[(w.response_id, w.owner)] = Fence(w.response_id, w.owner, until, w.status, w.usage)
         else:
             fence.until = max(fence.until, until)
             if w.status is not None:
                 fence.status = w.status
+            if w.usage is not None:
+                fence.usage = w.usage
     return list(by_key.values())
 
 

@@ -184,8 +184,8 @@ class PgStatement:
 
 _RID = pg_type(t.responses.c.id)
 _OWNER = pg_type(t.responses.c.lease_owner)
-# A superstep's fence rows: (response, owner, lease until, status change or NULL).
-FENCE_WIDTH = 4
+# A superstep's fence rows: (response, owner, lease until, status change or NULL, usage or NULL).
+FENCE_WIDTH = 5
 # The tables a superstep writes to, in statement (and argument) order.
 SUPERSTEP_SPECS = (EVENTS, ITEMS, CHECKPOINTS)
 
@@ -215,13 +215,14 @@ def superstep_statement() -> PgStatement:
     p = Params()
     r = t.responses.c
     fence = p.unnest(
-        ["id", "owner", "until", "status"],
-        [_RID, _OWNER, pg_type(r.lease_expires_at), pg_type(r.status)],
+        ["id", "owner", "until", "status", "usage"],
+        [_RID, _OWNER, pg_type(r.lease_expires_at), pg_type(r.status), pg_type(r.usage)],
         "w",
     )
     ctes = [
         "f AS (\n    UPDATE responses AS r\n"
-        "    SET lease_expires_at = w.until, status = COALESCE(w.status, r.status)\n"
+        "    SET lease_expires_at = w.until, status = COALESCE(w.status, r.status),"
+        " usage = COALESCE(w.usage, r.usage)\n"
         f"    FROM {fence}\n    WHERE r.id = w.id AND r.lease_owner = w.owner\n    RETURNING r.id, w.owner\n)"
     ]
     guard = "(u.rid, u.owner) IN (SELECT id, owner FROM f)"
@@ -315,5 +316,6 @@ def insert_head(spec: RowSpec) -> str:
 
 
 SQLITE_FENCE = (
-    "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status) WHERE id = ? AND lease_owner = ?"
+    "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status), usage = COALESCE(?, usage) "
+    "WHERE id = ? AND lease_owner = ?"
 )

@@ -143,7 +143,7 @@ class SqliteWriter(Writer):
         with self._raw_transaction() as cur:
             lost: set[tuple[str, str]] = set()
             for f in batch_fences:
-                cur.execute(_sql.SQLITE_FENCE, (f.until, f.status, f.response_id, f.owner))
+                cur.execute(_sql.SQLITE_FENCE, (f.until, f.status, f.usage, f.response_id, f.owner))
                 if cur.rowcount != 1:
                     lost.add((f.response_id, f.owner))
             kept = [w for w in writes if (w.response_id, w.owner) not in lost] if lost else writes

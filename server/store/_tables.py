@@ -125,8 +125,6 @@ checkpoints = Table(
     # Saved by a run that had restored a checkpoint and not yet delivered its request's input:
     # recovery from it delivers the input again (`recovery.Recovery.resume`).
     Column("awaits_input", Boolean, nullable=False, server_default=false()),
-    # The response's token usage so far (JSON), earlier lives included: recovery resumes with it.
-    Column("usage", Text, nullable=True),
 )
 Index("ix_checkpoints_lineage", checkpoints.c.lineage, checkpoints.c.workflow_name, checkpoints.c.seq)
 Index("ix_checkpoints_response", checkpoints.c.response_id, checkpoints.c.seq)

@@ -92,7 +92,6 @@ class CheckpointRow:
     data: str
     created_at: float
     awaits_input: bool = False  # saved before its run delivered the request's input
-    usage: str | None = None  # the response's usage so far (JSON), earlier lives included
     seq: int | None = None  # assigned by the database
 
 
@@ -147,6 +146,9 @@ class Write:
     pending: list[PendingRequestRow] = field(default_factory=list)
     create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
+    # The response's token usage so far (its Response `usage` JSON), set when it changed: kept on
+    # the response row with the write, so recovery (and a retrieve meanwhile) sees it.
+    usage: str | None = None
     finish: Finish | None = None
     # (user id, lineage): keep only the newest checkpoint of this response and of its lineage
     # (lineage None: leave the lineage's other checkpoints alone).

@@ -451,13 +451,6 @@ def test_kill_mid_run_completes_with_every_output_once(
     assert sum(extra.values()) <= crash.superstep, f"{extra} is more than one superstep ({crash.superstep})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A recovered response's usage counts only the model calls of the process that finished it: "
-    "the killed process's calls (its committed supersteps' included) are metered in its memory only "
-    "(usage.UsageMeter) and die with it; persisting the meter with each paired checkpoint needs "
-    "pairing/recovery, outside this change.",
-)
 @pytest.mark.parametrize("case", ["usage-magentic"])
 def test_recovered_usage_counts_the_calls_before_the_crash(
     case: str, first_lives: FirstLives, fake: FakeModel, monkeypatch: pytest.MonkeyPatch

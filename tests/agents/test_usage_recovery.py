@@ -1,5 +1,5 @@
-"""A recovered response's usage counts the model calls of its first life that its resumed
-checkpoint made durable, and those of the rerun: each checkpoint keeps the usage so far.
+"""A recovered response's usage counts the model calls of its first life (every write keeps the
+usage so far on the response row) and those of the rerun.
 
 Sequential writer -> reviewer on agent-framework's real chat-completions client against the
 fake model; the server is killed (`kill -9`) while the reviewer streams, after the checkpoint
