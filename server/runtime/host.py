@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any
 
+from ..observability import metrics
 from ..protocol import errors
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
@@ -67,6 +68,8 @@ class Host:
             store, self.registry, self.launcher, self.continuations, self.conversations, self.settings
         )
         self._tasks: list[asyncio.Task[None]] = []
+        metrics.watch_runs(self.registry)
+        metrics.watch_store(store)
 
     # -- lifecycle ----------------------------------------------------------------------
 
