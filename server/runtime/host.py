@@ -34,6 +34,7 @@ from ..store import (
     ResponseRow,
     Store,
 )
+from .admin import Admin
 from .apps import HostedApp
 from .continuation import Continuations
 from .conversations import ConversationService
@@ -68,6 +69,7 @@ class Host:
             store, self.registry, self.launcher, self.continuations, self.conversations, self.settings
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self.admin = Admin(self)
         metrics.watch_runs(self.registry)
         metrics.watch_store(store)
 
