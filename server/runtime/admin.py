@@ -55,6 +55,7 @@ def _summary(s: ResponseSummary, now: float) -> dict[str, Any]:
         "conversation_id": s.conversation_id,
         "previous_response_id": s.previous_response_id,
         "trace_id": trace_id,
+        "awaiting_input": bool(s.awaiting_input),
     }
 
 

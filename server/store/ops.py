@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, func, insert, select, text
+from sqlalchemy import and_, exists, func, insert, select, text
 
 from . import _tables as t
 from ._base import StoreBase
@@ -41,6 +42,7 @@ class ResponseSummary:
     conversation_id: str | None
     previous_response_id: str | None
     trace_context: str | None
+    awaiting_input: bool = False  # a pending request waits for its answer
 
 
 @dataclass(slots=True, frozen=True)
@@ -66,7 +68,7 @@ class LoggedCheckpoint:
 
 
 _r = t.responses.c
-_SUMMARY = (
+_COLUMNS = (
     _r.id,
     _r.user_id,
     _r.status,
@@ -82,6 +84,9 @@ _SUMMARY = (
     _r.previous_response_id,
     _r.trace_context,
 )
+_p = t.pending_requests.c
+_AWAITING = exists().where(and_(_p.response_id == _r.id, _p.status == "pending")).label("awaiting_input")
+_SUMMARY: tuple[Any, ...] = (*_COLUMNS, _AWAITING)
 _TABLES_MEASURED = tuple(tbl.name for tbl in t.ALL_TABLES)
 
 

@@ -71,7 +71,7 @@ async function showList() {
       $("#list").innerHTML = page.data.length === 0 ? `<p class="muted">No responses.</p>` : `<table><thead><tr>
         <th>response</th><th>status</th><th>app</th><th>age</th><th>owner replica</th><th>recoveries</th><th>mode</th>${overview.admin ? "<th>user</th>" : ""}</tr></thead><tbody>
         ${page.data.map((r) => `<tr data-id="${esc(r.id)}"><td><a class="mono" href="#/responses/${esc(r.id)}">${esc(r.id)}</a></td>
-          <td>${badge(r.status)}</td><td>${esc(r.app)}</td><td>${age(r.age_seconds)}</td>
+          <td>${badge(r.status)}${r.awaiting_input ? ' <span class="badge s-queued">awaiting input</span>' : ""}</td><td>${esc(r.app)}</td><td>${age(r.age_seconds)}</td>
           <td class="mono">${esc(r.owner || r.created_by)}</td><td>${r.recoveries}</td>
           <td>${r.background ? "background" : "foreground"} · ${esc(r.delivery)}</td>${overview.admin ? `<td class="mono">${esc(r.user_id)}</td>` : ""}</tr>`).join("")}
         </tbody></table>`;
@@ -90,7 +90,7 @@ function renderDetail(d) {
   const answeredBy = [...new Set(d.pending.map((p) => p.answered_by).filter(Boolean))];
   $("#head").innerHTML = `<div class="grid">
     <div><span>response</span><b class="mono">${esc(s.id)}</b></div>
-    <div><span>status</span><b id="status">${badge(d.response.status)}</b></div>
+    <div><span>status</span><b id="status">${badge(d.response.status)}</b>${d.awaiting_input ? ' <span class="badge s-queued">awaiting input</span>' : ""}</div>
     <div><span>app</span>${esc(s.app)}</div>
     <div><span>mode</span>${s.background ? "background" : "foreground"} · ${esc(s.delivery)}</div>
     <div><span>created</span>${when(s.created_at)} (${age(s.age_seconds)} ago)</div>
@@ -128,7 +128,7 @@ function renderDetail(d) {
   $("#lives").innerHTML = `<h2>Lives</h2><table><thead><tr><th>life</th><th>began</th><th>replica</th><th>taken over from</th><th>resumed from checkpoint</th></tr></thead><tbody>
     ${d.lives.map((l) => `<tr><td>${l.life}</td><td>${when(l.at)}</td><td class="mono">${esc(l.owner)}</td><td class="mono">${esc(l.previous_owner || "")}</td>
       <td class="mono">${esc(l.life === 1 ? "(created)" : l.checkpoint_id || "(its stored input)")}</td></tr>`).join("")}</tbody></table>`;
-  $("#supersteps").innerHTML = `<h2>Supersteps</h2>${d.supersteps.length === 0 ? `<p class="muted">No checkpoint yet.</p>` : `<table><thead><tr>
+  $("#supersteps").innerHTML = `<h2>Supersteps</h2>${d.supersteps.length === 0 ? `<p class="muted">No workflow checkpoint (yet): a plain agent keeps its session with its end.</p>` : `<table><thead><tr>
     <th>#</th><th>paired checkpoint</th><th>events up to</th><th>events</th><th>items closed</th><th>size</th><th>committed</th></tr></thead><tbody>
     ${d.supersteps.map((c) => `<tr><td>${c.superstep}</td><td class="mono">${esc(c.checkpoint_id)}</td><td>${c.event_seq}</td><td>${c.events}</td>
       <td class="mono">${esc(c.items_closed.join(", "))}</td><td>${c.bytes} B</td><td>${when(c.created_at)}</td></tr>`).join("")}</tbody></table>`}`;
