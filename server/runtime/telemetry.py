@@ -38,6 +38,7 @@ RUN = "durable_responses.run"
 SUPERSTEP = "durable_responses.superstep"
 COMMIT = "durable_responses.commit"
 RECOVER = "durable_responses.recover"
+WEBHOOK = "durable_responses.webhook"
 ATTR = "durable_responses."
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -287,3 +288,24 @@ def _hex(value: str | None, width: int) -> int | None:
     except ValueError:
         return None
     return parsed or None
+
+
+@contextlib.contextmanager
+def webhook_attempt(
+    stored_json: str | None, headers: dict[str, str], **attributes: Any
+) -> Iterator[trace.Span | None]:
+    """A span for one webhook attempt, in the trace of the response it reports (its stored
+    context), its `traceparent` added to the attempt's `headers`; None when tracing is off."""
+    if not tracing.enabled():
+        yield None
+        return
+    stored: dict[str, str] = {}
+    if stored_json:
+        with contextlib.suppress(ValueError, TypeError):
+            stored = dict(json.loads(stored_json))
+    parent = _PROPAGATOR.extract(stored) if "traceparent" in stored else otel_context.Context()
+    with tracing.tracer().start_as_current_span(
+        WEBHOOK, context=parent, kind=trace.SpanKind.CLIENT, attributes=_attrs(attributes)
+    ) as span:
+        _PROPAGATOR.inject(headers)
+        yield span
