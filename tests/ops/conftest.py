@@ -19,7 +19,9 @@ def servers(tmp_path: Path) -> Iterator[list[ServerProcess]]:
         srv.kill()
 
 
-def start(started: list[ServerProcess], url: str, app: str | None, tmp_path: Path, **kwargs: object) -> ServerProcess:
+def start(
+    started: list[ServerProcess], url: str, app: str | None, tmp_path: Path, **kwargs: object
+) -> ServerProcess:
     srv = ServerProcess(database_url=url, app=app, workdir=tmp_path / f"work-{len(started)}", **kwargs)  # type: ignore[arg-type]
     started.append(srv)
     return srv.start()

@@ -57,7 +57,10 @@ class Received:
                                 span_id=s.span_id.hex(),
                                 parent_id=s.parent_span_id.hex(),
                                 attributes=_attrs(s.attributes),
-                                links=[(ln.trace_id.hex(), ln.span_id.hex(), _attrs(ln.attributes)) for ln in s.links],
+                                links=[
+                                    (ln.trace_id.hex(), ln.span_id.hex(), _attrs(ln.attributes))
+                                    for ln in s.links
+                                ],
                                 start=s.start_time_unix_nano,
                                 end=s.end_time_unix_nano,
                                 status=s.status.code,

@@ -31,11 +31,17 @@ def test_json_lines_name_the_response_and_trace_and_leak_nothing(tmp_path: Path,
             "OTEL_METRICS_EXPORTER": "none",
         }
         srv = start(servers, url, "tests.agents.apps:tool_agent", tmp_path, env=env, log_level="info")
-        headers = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01", "authorization": f"Bearer {SECRET}"}
+        headers = {
+            "traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01",
+            "authorization": f"Bearer {SECRET}",
+        }
         # A model error ends the run `failed`: the run logs a warning, inside its span.
         r = httpx.post(
             f"{srv.base_url}/v1/responses",
-            json={"model": "m", "input": f"my key is {SECRET} password={PASSWORD} model_error:rate_limit_exceeded"},
+            json={
+                "model": "m",
+                "input": f"my key is {SECRET} password={PASSWORD} model_error:rate_limit_exceeded",
+            },
             headers=headers,
             timeout=30,
         )
@@ -49,7 +55,9 @@ def test_json_lines_name_the_response_and_trace_and_leak_nothing(tmp_path: Path,
         )
         assert ok.json()["status"] == "completed"
         bad = httpx.post(
-            f"{srv.base_url}/v1/responses", json={"model": "m", "input": SECRET, "bogus": PASSWORD}, timeout=30
+            f"{srv.base_url}/v1/responses",
+            json={"model": "m", "input": SECRET, "bogus": PASSWORD},
+            timeout=30,
         )
         assert bad.status_code == 400
         srv.terminate()

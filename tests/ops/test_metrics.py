@@ -42,7 +42,9 @@ def test_metrics_count_what_the_test_did(tmp_path: Path) -> None:
             r = httpx.post(f"{base}/v1/responses", json=body, timeout=30)
             assert r.status_code == 200
             ids.append(r.json()["id"])
-        with httpx.stream("POST", f"{base}/v1/responses", json={"model": "m", "input": "four", "stream": True}) as s:
+        with httpx.stream(
+            "POST", f"{base}/v1/responses", json={"model": "m", "input": "four", "stream": True}
+        ) as s:
             lines = list(s.iter_lines())
         assert [ln for ln in lines if ln.startswith("event:")][-1] == "event: response.completed"
         ids.append(json.loads(next(ln for ln in lines if ln.startswith("data:"))[5:])["response"]["id"])
@@ -63,7 +65,10 @@ def test_metrics_count_what_the_test_did(tmp_path: Path) -> None:
     assert d("durable_responses_creations_total", mode="stream") == 1
     assert d("durable_responses_responses_total", status="completed") == 4
     assert d("durable_responses_http_requests_total", method="POST", route="/v1/responses", status="200") == 4
-    assert d("durable_responses_http_requests_total", method="GET", route="/v1/responses/{id}", status="404") == 1
+    assert (
+        d("durable_responses_http_requests_total", method="GET", route="/v1/responses/{id}", status="404")
+        == 1
+    )
     assert d("durable_responses_time_to_first_output_seconds_count", delivery="live") == 4
     # Every event of the four responses was committed once.
     assert d("durable_responses_events_committed_total") == events

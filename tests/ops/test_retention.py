@@ -83,7 +83,9 @@ async def _running(url: str) -> str:
     )
     store.outbox.start()
     try:
-        await store.insert_response(row, [], [EventRow(0, "response.created", dumps({"type": "response.created"}))])
+        await store.insert_response(
+            row, [], [EventRow(0, "response.created", dumps({"type": "response.created"}))]
+        )
     finally:
         await store.close()
     return row.id

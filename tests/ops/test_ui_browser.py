@@ -30,7 +30,9 @@ def test_the_page_answers_an_approval_and_follows_the_run_live(
             monkeypatch.setenv(key, value)
         with InProcessServer(f"sqlite:///{tmp_path / 'ui.db'}", "tests.agents.apps:approval_agent") as srv:
             for i in range(2):  # a few finished ones for the list
-                httpx.post(f"{srv.base_url}/v1/responses", json={"model": "m", "input": f"hello {i}"}, timeout=30)
+                httpx.post(
+                    f"{srv.base_url}/v1/responses", json={"model": "m", "input": f"hello {i}"}, timeout=30
+                )
             paused = httpx.post(
                 f"{srv.base_url}/v1/responses",
                 json={"model": "m", "input": "refund_payment order_id=A1 amount=5"},
@@ -38,7 +40,9 @@ def test_the_page_answers_an_approval_and_follows_the_run_live(
             ).json()
             assert any(o["type"] == "mcp_approval_request" for o in paused["output"]), paused
             fake.token_delay = 0.25  # the continuation's reply streams for a few seconds
-            out = node.run("ui.mjs", {"SERVER": srv.base_url, "RID": paused["id"], "SHOTS": str(SHOTS)}, timeout=120)
+            out = node.run(
+                "ui.mjs", {"SERVER": srv.base_url, "RID": paused["id"], "SHOTS": str(SHOTS)}, timeout=120
+            )
             result = json.loads(out.strip().splitlines()[-1])
             assert "error" not in result, result
             final = httpx.get(f"{srv.base_url}/v1/responses/{result['next']}", timeout=10).json()
