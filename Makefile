@@ -2,35 +2,46 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/pip --quiet --quiet --disable-pip-version-check
+# `serve` installs what serving needs; `test` adds the test extra (linters, type checker, the
+# openai SDK, agent-framework's OpenAI clients, ...). Each has its own stamp.
+SERVE_STAMP := $(VENV)/.installed-serve
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: serve test lint typecheck pytest migrate bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(PIP) install --upgrade pip
 
-serve: $(STAMP)
+# Editable: the command serves this checkout as it is edited (no reinstall after a change).
+$(SERVE_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	touch $(SERVE_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	touch $(TEST_STAMP) $(SERVE_STAMP)
+
+serve: $(SERVE_STAMP)
 	$(BIN)/durable-responses serve
 
-migrate: $(STAMP)
+migrate: $(SERVE_STAMP)
 	$(BIN)/durable-responses migrate
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check server tests bench migrations
 	$(BIN)/ruff format --check server tests bench migrations
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(TEST_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
 
 clean:

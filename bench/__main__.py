@@ -10,6 +10,7 @@
 
 Usage: python -m bench [--quick] [--only burst,countdown,...,floor,existing-resilient,sqlite-live,...]
        python -m bench quick        (the first, ours-only benchmark: bench/quick.py)
+       python -m bench ops          (tracing off/on, bytes per response, retention: bench/ops.py)
 """
 
 from __future__ import annotations
@@ -138,7 +139,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["quick"]:
+    if sys.argv[1:2] == ["ops"]:
+        from bench.ops import main as ops_main
+
+        ops_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["quick"]:
         from bench.quick import main as quick_main
 
         quick_main(sys.argv[2:])

@@ -1,4 +1,4 @@
-"""The `durable-responses` command: `serve`, `migrate` and `settings`.
+"""The `durable-responses` command: `serve`, `migrate`, `purge` and `settings`.
 
 Invariant: flags override environment variables, which override defaults; every one of them
 is declared once, in `server.settings` (`durable-responses settings` lists them).
@@ -39,6 +39,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", help="log level (env DURABLE_RESPONSES_LOG_LEVEL, default info)")
     mig = sub.add_parser("migrate", help="upgrade the database schema to the newest revision")
     mig.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
+    purge = sub.add_parser(
+        "purge",
+        help="delete finished responses older than a duration (with their items, events, checkpoints)",
+    )
+    purge.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="30d, 12h, 90m, 45s; 0s: every finished response",
+    )
+    purge.add_argument("--dry-run", action="store_true", help="count what would be deleted; change nothing")
+    purge.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
     sub.add_parser("settings", help="list every environment variable with its default (markdown)")
     return p
 
@@ -77,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"durable-responses {args.command}: {exc}")
     if args.command == "migrate":
         sys.exit(_migrate(settings.store.database_url))
+    if args.command == "purge":
+        sys.exit(_purge(settings, args.older_than, dry_run=args.dry_run))
     sys.exit(_serve(settings))
 
 
@@ -99,13 +113,60 @@ def _migrate(url: str) -> int:
     return 0
 
 
+def _purge(settings: Settings, older_than: str, *, dry_run: bool) -> int:
+    from .store import Store, normalize_url
+    from .store.migrate import check_schema, redact_url, upgrade
+    from .store.retention import parse_duration
+
+    try:
+        seconds = parse_duration(older_than)
+    except ValueError as exc:
+        print(f"durable-responses purge: --older-than: {exc}", file=sys.stderr)
+        return 2
+    url = settings.store.database_url
+    try:
+        if normalize_url(url).get_backend_name() == "sqlite":
+            upgrade(url)
+        else:
+            check_schema(url, settings.store.connection_options())
+    except Exception as exc:
+        print(f"durable-responses purge: {redact_url(url)}: {exc}", file=sys.stderr)
+        return 2
+
+    async def run() -> list[str]:
+        store = Store.open(url, connection=settings.store.connection_options())
+        try:
+            report = await store.retention.purge(
+                seconds, dry_run=dry_run, batch=settings.store.retention_batch
+            )
+        finally:
+            await store.db.dispose()
+        lines = report.lines()
+        if report.skipped_locked:
+            lines.append("stopped: another replica is sweeping now (try again in a moment)")
+        return lines
+
+    try:
+        print("\n".join(asyncio.run(run())))
+    except Exception as exc:
+        print(f"durable-responses purge: could not purge {redact_url(url)}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _serve(settings: Settings) -> int:
+    from .observability import logs, tracing
+    from .observability import metrics as otlp_metrics
     from .service import StartupError, build, prepare
+    from .settings import LogFormat
     from .store.migrate import redact_url
 
     log_level = settings.process.log_level
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_config = logs.configure(log_level, json_lines=settings.process.log_format == LogFormat.JSON)
     log = logging.getLogger("durable_responses")
+    # Before anything takes a tracer (the host counts usage from the framework's spans).
+    tracing.configure(settings.observability)
+    otlp_metrics.configure_otlp(settings.observability)
     try:
         app = prepare(settings)
     except StartupError as exc:
@@ -118,6 +179,7 @@ def _serve(settings: Settings) -> int:
         host=http.host,
         port=http.port,
         log_level=log_level,
+        log_config=log_config,
         timeout_graceful_shutdown=int(settings.runtime.shutdown_grace_seconds) + 5,
         lifespan="on",
     )

@@ -64,6 +64,11 @@ def build(settings: Settings, app: HostedApp | None = None) -> Service:
         lease_seconds=settings.store.lease_seconds,
         commit_window=settings.store.commit_window,
     )
+    store.retention.schedule(
+        settings.store.retention_seconds,
+        interval=settings.store.retention_interval,
+        batch=settings.store.retention_batch,
+    )
     host = Host(store, hosted, settings.runtime)
     return Service(store, host, create_app(host, settings.http))
 

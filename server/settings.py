@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .envsettings import EnvSection, SettingsError, Variable, env_field
 from .http.settings import HttpSettings
+from .observability.settings import ObservabilitySettings
 from .runtime.settings import Delivery, RuntimeSettings
 from .store.settings import StoreSettings
 
@@ -24,6 +25,7 @@ __all__ = [
     "Delivery",
     "HttpSettings",
     "LogFormat",
+    "ObservabilitySettings",
     "ProcessSettings",
     "RuntimeSettings",
     "Settings",
@@ -45,6 +47,12 @@ class ProcessSettings(EnvSection):
     SECTION: ClassVar[str] = "Process"
 
     log_level: str = env_field("info", "DURABLE_RESPONSES_LOG_LEVEL", "Log level (also `--log-level`).")
+    log_format: LogFormat = env_field(
+        LogFormat.PLAIN,
+        "DURABLE_RESPONSES_LOG_FORMAT",
+        "`plain` or `json` (one object per line: `time`, `level`, `logger`, `message`, `response_id`, "
+        "`trace_id`, `span_id`).",
+    )
     switch_interval_ms: float = env_field(
         0.5,
         "DURABLE_RESPONSES_SWITCH_INTERVAL_MS",
@@ -61,6 +69,7 @@ class Settings(BaseModel):
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     process: ProcessSettings = Field(default_factory=ProcessSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -70,10 +79,17 @@ class Settings(BaseModel):
             runtime=RuntimeSettings.from_env(environ),
             http=HttpSettings.from_env(environ),
             process=ProcessSettings.from_env(environ),
+            observability=ObservabilitySettings.from_env(environ),
         )
 
 
-SECTIONS: tuple[type[EnvSection], ...] = (RuntimeSettings, StoreSettings, HttpSettings, ProcessSettings)
+SECTIONS: tuple[type[EnvSection], ...] = (
+    RuntimeSettings,
+    StoreSettings,
+    HttpSettings,
+    ProcessSettings,
+    ObservabilitySettings,
+)
 
 
 def variables() -> list[Variable]:

@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from ..observability.logs import bind_response
 from ..protocol import errors
 from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
 from ..protocol.request import (
@@ -40,12 +41,14 @@ from ..runtime.context import RequestContext, set_request_context
 from ..runtime.creation import Created
 from ..runtime.host import Host
 from ..runtime.relay import ResponseStream
+from .admin import ops_routes
 from .auth import Authenticator
 from .conversations import conversation_routes
 from .kit import Kit
 from .platform import PlatformHeaders, server_version
 from .settings import HttpSettings
 from .surface import surface_routes
+from .telemetry import HttpTelemetry
 
 log = logging.getLogger("durable_responses.http")
 
@@ -129,6 +132,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         if not is_valid_response_id(rid):
             # Not an id we could have issued: same answer as a missing one.
             raise errors.not_found(f"Response with id '{rid[:128]}' not found.", param="response_id")
+        bind_response(rid)
         return rid
 
     def guarded(handler: Handler) -> Handler:
@@ -209,6 +213,7 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
             )
         )
         created = await host.create(user, req, chosen, idempotency_key=key is not None)
+        bind_response(created.response_id)
         response = await respond(request, created)
         if session:
             response.headers["x-agent-session-id"] = session
@@ -276,6 +281,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     ]
     routes = [
         *api,
+        # Before the `/v1` mount: `/v1/admin/...` is not part of the Responses API.
+        *ops_routes(host, kit, admin_key=cfg.admin_key, keepalive=cfg.keepalive_seconds),
         Mount("/v1", routes=list(api)),
         Route("/readiness", readiness, methods=["GET"]),
         Route("/liveness", liveness, methods=["GET"]),
@@ -321,10 +328,11 @@ EXPOSED_HEADERS = [
 
 
 def _middleware(cfg: HttpSettings) -> list[Middleware]:
-    stack = [Middleware(PlatformHeaders, version=server_version())]
+    # Outermost: request spans and metrics see every request, CORS preflights included.
+    stack = [Middleware(HttpTelemetry), Middleware(PlatformHeaders, version=server_version())]
     if cfg.cors_origins:
         stack.insert(
-            0,
+            1,
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(cfg.cors_origins),

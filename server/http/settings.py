@@ -37,6 +37,12 @@ class HttpSettings(EnvSection):
         gt=0,
         shown_default="16 MiB",
     )
+    admin_key: str | None = env_field(
+        None,
+        "DURABLE_RESPONSES_ADMIN_KEY",
+        "`Authorization: Bearer <key>` with this key sees every tenant in the operator view (`/ui/`, "
+        "`/v1/admin/...`); other callers see their own partition there.",
+    )
     keepalive_seconds: float = env_field(
         15.0, "SSE_KEEPALIVE_INTERVAL", "Seconds between SSE keep-alive comments.", gt=0
     )

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..observability import metrics
 from ..protocol import errors
 from ..protocol import events as ev
 from ..protocol.ids import input_item_id, new_response_id
@@ -125,6 +126,9 @@ class Creator:
         if not req.store:
             return await self._create_in_memory(user_id, req, rid, now)
         status = "queued" if req.background else "in_progress"
+        trace, trace_context = self.launcher.telemetry.first_life(
+            rid, delivery=self.settings.delivery.value, background=req.background
+        )
         row = ResponseRow(
             id=rid,
             user_id=user_id,
@@ -140,6 +144,9 @@ class Creator:
             request_hash=encoded.request_hash,
             lease_owner=self.owner,
             lease_expires_at=now + self.store.lease_seconds,
+            app=self.launcher.app_name,
+            created_by=self.owner,
+            trace_context=trace_context,
         )
         snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
         first = [ev.response_created(snapshot)]
@@ -153,8 +160,10 @@ class Creator:
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
             plan = await self.continuations.plan(user_id, req, rid)
-            await self.store.insert_response(row, encoded.input_rows, events)
+            with trace.committing("create"):
+                await self.store.insert_response(row, encoded.input_rows, events)
         except BaseException as exc:
+            trace.close(None)
             if sub is not None:
                 sub.close()
             if answered is not None:
@@ -174,7 +183,8 @@ class Creator:
             queued=status == "queued",
         )
         sink = self.launcher.sink(rid, len(events), background=req.background)
-        run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream)
+        metrics.RESPONSES_CREATED.inc(mode=_mode(req))
+        run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream, trace=trace)
         if sub is not None:
             # Normally the relay closes it; this is for a stream that never started.
             def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
@@ -219,7 +229,9 @@ class Creator:
             background=False,
             lineage=lineage_for(req, rid),
         )
-        run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream)
+        trace, _ = self.launcher.telemetry.first_life(rid, delivery="live", background=False)
+        metrics.RESPONSES_CREATED.inc(mode=_mode(req))
+        run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream, trace=trace)
         return Created(rid, req, _run=run, _memory=sink)
 
 
@@ -253,3 +265,10 @@ def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
 
 def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
     return dataclasses.replace(req, input_items=inputs)
+
+
+def _mode(req: CreateRequest) -> str:
+    """The metrics label of a creation: how the client waits for it (a fixed set)."""
+    if not req.store:
+        return "unstored"
+    return "background" if req.background else "stream" if req.stream else "json"

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
 from agent_framework import AgentSession
 
+from ..observability import metrics
 from ..protocol import events as ev
 from ..protocol.response import build_response
 from ._af_private import pace_events
@@ -71,8 +73,10 @@ class Driver:
         is_workflow: bool,
         yield_every: float,
         meter: UsageMeter,
+        delivery: str = "live",
     ) -> None:
         self._spec = spec
+        self._delivery = delivery
         self._meter = meter
         self._plan = plan
         self._sink = sink
@@ -136,6 +140,10 @@ class Driver:
             mapper.feed(update)
             if first_output and mapper.next_output_index > first_output_at:
                 first_output = False
+                if first_output_at == 0:
+                    metrics.TIME_TO_FIRST_OUTPUT.observe(
+                        time.time() - spec.created_at, delivery=self._delivery
+                    )
                 self._pace_every = self._yield_every
                 if live:
                     # Live delivery: commit the first output at once, before the agent's burst.

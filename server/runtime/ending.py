@@ -25,6 +25,7 @@ from ._af_private import encode_session, pending_request_payloads
 from .pairing import Pairing
 from .plan import RunSpec
 from .sinks import Sink
+from .telemetry import NO_TRACE, RunTrace
 from .usage import RunUsage, Usage
 
 # The `workflow_name` of a plain agent's session rows in the checkpoints table.
@@ -72,6 +73,7 @@ class Ending:
         self._items = items  # None: nothing of this response is stored (store=false)
         self._usage = usage
         self.status: str | None = None
+        self.trace: RunTrace = NO_TRACE
 
     def usage(self) -> Usage:
         """The response's usage: earlier lives' (kept with the checkpoint resumed from) and this run's."""
@@ -99,6 +101,20 @@ class Ending:
         )
         terminal = ev.response_completed(response) if status == "completed" else ev.response_failed(response)
         self._sink.emit(terminal)
+        with self.trace.committing("end", status=status):
+            await self._commit_end(spec, status, closed, session, error, use, now)
+        self.status = status
+
+    async def _commit_end(
+        self,
+        spec: RunSpec,
+        status: str,
+        closed: list[Any],
+        session: CheckpointRow | None,
+        error: dict[str, Any] | None,
+        use: dict[str, Any],
+        now: float,
+    ) -> None:
         await self._sink.commit(
             closed,
             checkpoint=session,
@@ -113,7 +129,6 @@ class Ending:
                 usage=dumps(use),
             ),
         )
-        self.status = status
 
     async def _final_output(self) -> list[dict[str, Any]]:
         closed = self._pairing.closed

@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any
 
+from ..observability import metrics
 from ..protocol import errors
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
@@ -33,6 +34,7 @@ from ..store import (
     ResponseRow,
     Store,
 )
+from .admin import Admin
 from .apps import HostedApp
 from .continuation import Continuations
 from .conversations import ConversationService
@@ -67,6 +69,9 @@ class Host:
             store, self.registry, self.launcher, self.continuations, self.conversations, self.settings
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self.admin = Admin(self)
+        metrics.watch_runs(self.registry)
+        metrics.watch_store(store)
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ..observability import metrics
 from ..protocol.sse import dumps
 from ..store import Store
 from .apps import HostedApp
@@ -30,6 +31,7 @@ from .registry import RunRegistry
 from .run import ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
+from .telemetry import NO_TRACE, RunTrace, Telemetry
 from .usage import RunUsage, Usage, UsageMeter, ensure_usage_spans
 from .webhooks import Webhooks
 
@@ -57,6 +59,8 @@ class Launcher:
         self._registry = registry
         self.owner = owner
         self._background: set[asyncio.Task[None]] = set()
+        self.telemetry = Telemetry(app.name, owner)
+        self.app_name = app.name
         # Usage is counted from the framework's model-call spans (see `usage`).
         ensure_usage_spans()
 
@@ -85,6 +89,7 @@ class Launcher:
         sink: SqlSink,
         next_index: int = 0,
         defer: bool = False,
+        trace: RunTrace = NO_TRACE,
     ) -> ResponseRun:
         """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`)."""
         mapper = ItemMapper(
@@ -100,17 +105,23 @@ class Launcher:
         # Every write carries the usage so far when it changed (kept on the response row).
         sink.usage_source = lambda: dumps(usage.total().body())
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
+        pairing.trace = trace
+        ending = Ending(spec, sink, pairing, self._store.output_items, usage)
+        ending.trace = trace
         run = ResponseRun(
             spec,
             sink=sink,
             driver=self._driver(spec, plan, sink, pairing, meter),
-            ending=Ending(spec, sink, pairing, self._store.output_items, usage),
+            ending=ending,
             hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
+            trace=trace,
         )
         run.on_finished.append(self._after_stored_run)
         return self._start(run, defer)
 
-    def launch_in_memory(self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool) -> ResponseRun:
+    def launch_in_memory(
+        self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool, trace: RunTrace = NO_TRACE
+    ) -> ResponseRun:
         """Start the run of a `store=false` response (nothing is written)."""
         mapper = ItemMapper(
             spec.response_id,
@@ -142,6 +153,7 @@ class Launcher:
             driver=self._driver(spec, plan, sink, pairing, meter),
             ending=Ending(spec, sink, pairing, None, RunUsage(meter, mapper.usage)),
             hand_over=nothing_to_release,
+            trace=trace,
         )
         return self._start(run, defer)
 
@@ -162,11 +174,13 @@ class Launcher:
             is_workflow=self._app.is_workflow,
             yield_every=self._settings.yield_every,
             meter=meter,
+            delivery="live" if sink.live else "durable",
         )
 
     def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:
         self._registry.add(run)
         run.on_finished.append(lambda r: self._store.notifier.publish(r.response_id))
+        run.on_finished.append(_count_end)
         if defer:
             run.start_soon(START_AT_MOST)
         else:
@@ -185,3 +199,8 @@ class Launcher:
             await self._store.release_answers(response_id)
         except Exception:
             log.exception("response %s: clean-up after the run failed", response_id)
+
+
+def _count_end(run: ResponseRun) -> None:
+    if run.final_status is not None:
+        metrics.RESPONSES_ENDED.inc(status=run.final_status)

@@ -23,11 +23,13 @@ from typing import Any
 
 from agent_framework import WorkflowCheckpoint
 
+from ..observability import metrics
 from ..store import Store
 from .checkpoint_storage import SqlCheckpointStorage
 from .mapping import ClosedItem, ItemMapper
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
+from .telemetry import NO_TRACE, RunTrace
 
 # Checkpoint writes a run may have in flight before a save waits (see `SqlPairing.on_save`).
 CHECKPOINT_PIPELINE = 4
@@ -75,6 +77,7 @@ class SqlPairing(Pairing):
     ) -> None:
         super().__init__(mapper)
         self._sink = sink
+        self.trace: RunTrace = NO_TRACE
         self._writes: deque[asyncio.Future[None]] = deque()
         self._storage = SqlCheckpointStorage(
             store,
@@ -110,6 +113,15 @@ class SqlPairing(Pairing):
         closed = self.close_open("completed")
         row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
         write = self._sink.send(closed, checkpoint=row, urgent=True)
+        metrics.CHECKPOINT_BYTES.observe(len(data))
+        superstep = self.trace.superstep(
+            checkpoint_id=row.checkpoint_id,
+            iteration=checkpoint.iteration_count,
+            event_seq=row.event_seq,
+            items=len(closed),
+            size=len(data),
+        )
+        self.trace.commit("checkpoint", write, superstep, items=len(closed))
         self.last_checkpoint = checkpoint
         writes = self._writes
         writes.append(write)

@@ -27,6 +27,8 @@ import json
 import logging
 from typing import Any
 
+from ..observability import metrics
+from ..observability.logs import bind_response
 from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
@@ -35,11 +37,13 @@ from ..store import Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .launcher import Launcher
+from .lives import Lives
 from .mapping import ClosedItem, announced, reopen_from_events
 from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .settings import RuntimeSettings
 from .sinks import SqlSink
+from .telemetry import NO_TRACE, RunTrace
 
 log = logging.getLogger("durable_responses.recovery")
 
@@ -65,6 +69,7 @@ class Recovery:
         self._registry = registry
         self._settings = settings
         self.recovered = 0
+        self._lives = Lives(store, launcher.telemetry, launcher.owner)
 
     async def loop(self) -> None:
         while True:
@@ -81,6 +86,7 @@ class Recovery:
             rows = await self._store.claim_expired(self._launcher.owner, limit=50)
             if not rows:
                 break
+            metrics.TAKEOVERS.inc(len(rows))
             for row in rows:
                 try:
                     await self.resume(row)
@@ -95,6 +101,9 @@ class Recovery:
         req = CreateRequest.from_json_dict(json.loads(row.request))
         store.outbox.forget(row.id)
         own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
+        bind_response(row.id)
+        trace = await self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None)
+        recover = trace.child("durable_responses.recover", response_id=row.id)
         after = own_cp.event_seq if own_cp is not None else -1
         raw = await store.read_events(row.id, after, limit=1_000_000)
         parsed: list[tuple[str, dict[str, Any]]] = [(e.type, json.loads(e.data)) for e in raw]
@@ -109,10 +118,12 @@ class Recovery:
             sink.emit(ev.output_item_done(item.output_index, final))
             closed.append(ClosedItem(item.output_index, item.item_id, "incomplete", False, final))
         if row.cancel_requested:
-            await self._end(row, req, sink, closed, status="cancelled", message=None)
+            await self._end(row, req, sink, closed, status="cancelled", message=None, trace=trace)
             return
         if not row.background:
-            await self._end(row, req, sink, closed, status="failed", message=INTERRUPTED_FOREGROUND)
+            await self._end(
+                row, req, sink, closed, status="failed", message=INTERRUPTED_FOREGROUND, trace=trace
+            )
             return
         limit = self._settings.max_recoveries
         if row.recovery_count > limit:
@@ -121,7 +132,7 @@ class Recovery:
                 f"(limit {limit}); it is stopped so it cannot loop forever. Check the server logs for the "
                 "error that interrupts it, then retry the request."
             )
-            await self._end(row, req, sink, closed, status="failed", message=message)
+            await self._end(row, req, sink, closed, status="failed", message=message, trace=trace)
             return
         status = None
         if row.status == "queued":
@@ -151,7 +162,9 @@ class Recovery:
             lineage=lineage_for(req, row.id),
             all_output_here=next_index == 0,
         )
-        self._launcher.launch(spec, plan, sink=sink, next_index=next_index)
+        recover.end()
+        metrics.RECOVERIES.inc(outcome="resumed")
+        self._launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace)
 
     async def _plan(self, row: ResponseRow, req: CreateRequest, own_cp: Any) -> RunPlan:
         if own_cp is not None and own_cp.awaits_input:
@@ -174,6 +187,7 @@ class Recovery:
         *,
         status: str,
         message: str | None,
+        trace: RunTrace = NO_TRACE,
     ) -> None:
         """End a response recovery will not resume: cancelled, interrupted foreground, or looping."""
         output = [json.loads(o.data) for o in await self._store.output_items(row.id)]
@@ -193,3 +207,6 @@ class Recovery:
             finish=Finish(status=status, completed_at=None, error=dumps(error) if error else None),
         )
         await self._store.release_answers(row.id)
+        metrics.RECOVERIES.inc(outcome="ended")
+        metrics.RESPONSES_ENDED.inc(status=status)
+        trace.close(status)

@@ -22,11 +22,13 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
+from ..observability.logs import bind_response
 from ..store import LeaseLost
 from .drive import Driver
 from .ending import Ending, failure_error
 from .plan import RunSpec
 from .sinks import Sink
+from .telemetry import NO_TRACE, RunTrace
 
 log = logging.getLogger("durable_responses.run")
 
@@ -55,8 +57,10 @@ class ResponseRun:
         driver: Driver,
         ending: Ending,
         hand_over: Callable[[], Awaitable[None]],
+        trace: RunTrace = NO_TRACE,
     ) -> None:
         self.spec = spec
+        self.trace = trace
         self.response_id = spec.response_id
         self.background = spec.background
         self._sink = sink
@@ -102,6 +106,16 @@ class ResponseRun:
     # -- the run ------------------------------------------------------------------------
 
     async def execute(self) -> None:
+        """The run, inside its run span (agent-framework's spans nest under it); its log lines
+        name the response. The span ends here only if the run recorded the response's end."""
+        bind_response(self.response_id)
+        try:
+            with self.trace.activate():
+                await self._execute()
+        finally:
+            self.trace.close(self.final_status)
+
+    async def _execute(self) -> None:
         ending: Any = None
         try:
             if self.stop_reason is not None:  # stopped before it started

@@ -24,10 +24,13 @@ import random
 import time
 
 import httpx
+from opentelemetry.trace import Status, StatusCode
 
+from ..observability import metrics, tracing
 from ..protocol.webhooks import EVENT_TYPES, event_payload, new_event_id, parse_secret, signature_headers
 from ..store import Delivery, Finish, Store, WebhookEvent
 from .settings import RuntimeSettings
+from .telemetry import webhook_attempt
 
 log = logging.getLogger("durable_responses.webhooks")
 
@@ -116,14 +119,20 @@ class Webhooks:
         body = delivery.data.encode()
         headers = signature_headers(self._key, delivery.event_id, int(time.time()), body)
         error: str | None = None
-        try:
-            resp = await self._client.post(delivery.endpoint, content=body, headers=headers)
-            if not 200 <= resp.status_code < 300:
-                error = f"HTTP {resp.status_code}"
-        except httpx.TimeoutException:
-            error = f"no answer within {self._settings.webhook_timeout_seconds:g} s"
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        stored = await self._trace_context(delivery.response_id) if tracing.enabled() else None
+        with webhook_attempt(
+            stored, headers, response_id=delivery.response_id, event=delivery.type, attempt=delivery.attempts
+        ) as span:
+            try:
+                resp = await self._client.post(delivery.endpoint, content=body, headers=headers)
+                if not 200 <= resp.status_code < 300:
+                    error = f"HTTP {resp.status_code}"
+            except httpx.TimeoutException:
+                error = f"no answer within {self._settings.webhook_timeout_seconds:g} s"
+            except httpx.HTTPError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            if span is not None and error is not None:
+                span.set_status(Status(StatusCode.ERROR, error))
         try:
             await self._record(delivery, error)
         except Exception:
@@ -132,12 +141,21 @@ class Webhooks:
                 delivery.event_id,
             )
 
+    async def _trace_context(self, response_id: str) -> str | None:
+        try:
+            found = await self._store.ops.summary(response_id, None)
+        except Exception:  # the span goes without its parent; the attempt goes on
+            return None
+        return found.trace_context if found is not None else None
+
     async def _record(self, delivery: Delivery, error: str | None) -> None:
         hooks = self._store.webhooks
         if error is None:
+            metrics.WEBHOOKS.inc(outcome="delivered")
             await hooks.finish_attempt(delivery, self._owner, delivered=True)
             return
         if delivery.attempts >= self._settings.webhook_max_attempts:
+            metrics.WEBHOOKS.inc(outcome="failed")
             if await hooks.finish_attempt(delivery, self._owner, delivered=False, error=error):
                 log.error(
                     "webhook %s (%s of response %s) to %s failed for good after %d attempts; last: %s",
@@ -150,6 +168,7 @@ class Webhooks:
                 )
             return
         delay = self.backoff(delivery.attempts)
+        metrics.WEBHOOKS.inc(outcome="retried")
         log.warning(
             "webhook %s to %s: attempt %d failed (%s); next in %.1f s",
             delivery.event_id,

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..observability import metrics
 from ._engine import Database
 from ._plan import plan
 from .errors import LeaseLost, classify
@@ -42,6 +43,7 @@ class StoreBase:
             unavailable = classify(exc)
             if unavailable is None:
                 raise
+            metrics.database_error(unavailable.reason.value)
             raise unavailable from exc
 
     @contextlib.asynccontextmanager
@@ -54,6 +56,7 @@ class StoreBase:
             unavailable = classify(exc)
             if unavailable is None:
                 raise
+            metrics.database_error(unavailable.reason.value)
             raise unavailable from exc
 
 

@@ -20,6 +20,9 @@ Tables:
 - `webhook_events`: one row per webhook event (`evt_...`), committed with the terminal event
   of the background response it reports.
 - `webhook_deliveries`: one row per event and endpoint: attempts, the next one, its lease.
+- `takeovers`: one row per recovery of a response: when, by which replica, from which checkpoint.
+- `checkpoint_log`: one row per checkpoint ever committed (a trigger on `checkpoints` writes it,
+  migration 0005), kept when old checkpoints are pruned: which superstep paired what.
 """
 
 from __future__ import annotations
@@ -66,7 +69,13 @@ responses = Table(
     Column("lease_expires_at", Float, nullable=True),
     # How many times recovery has taken this response over (a bound against resume loops).
     Column("recovery_count", Integer, nullable=False, server_default="0"),
+    # The app and the replica that created it (the lease owner is cleared when it ends).
+    Column("app", String(256), nullable=True),
+    Column("created_by", String(200), nullable=True),
+    # JSON: the creating request's W3C trace context and each life's run span (`tracing`).
+    Column("trace_context", Text, nullable=True),
 )
+Index("ix_responses_created_at", responses.c.created_at)
 Index("ix_responses_active_lease", responses.c.status, responses.c.lease_expires_at)
 Index(
     "ix_responses_conversation",
@@ -204,6 +213,32 @@ webhook_deliveries = Table(
 )
 Index("ix_webhook_deliveries_due", webhook_deliveries.c.status, webhook_deliveries.c.next_attempt_at)
 
+takeovers = Table(
+    "takeovers",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("attempt", Integer, primary_key=True, autoincrement=False),
+    Column("at", Float, nullable=False),
+    Column("owner", String(200), nullable=False),
+    Column("previous_owner", String(200), nullable=True),
+    Column("checkpoint_id", String(128), nullable=True),
+    Column("span_id", String(16), nullable=True),
+)
+
+# Written by the trigger `checkpoint_log_on_insert` (migration 0005) in the transaction of
+# every checkpoint insert: what each superstep paired outlives the pruning of checkpoints.
+checkpoint_log = Table(
+    "checkpoint_log",
+    metadata,
+    Column("response_id", String(128), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("checkpoint_id", String(128), nullable=False),
+    Column("workflow_name", String(256), nullable=False),
+    Column("event_seq", Integer, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
 ALL_TABLES = (
     responses,
     input_items,
@@ -216,4 +251,6 @@ ALL_TABLES = (
     conversation_hidden_items,
     webhook_events,
     webhook_deliveries,
+    takeovers,
+    checkpoint_log,
 )

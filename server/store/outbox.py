@@ -24,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from sqlalchemy.exc import IntegrityError
 
+from ..observability import metrics
 from ._engine import SQLITE, Database
 from ._pg_writer import PgWriter
 from ._plan import split
@@ -303,6 +305,7 @@ class Outbox:
             unavailable = classify(exc)
             if unavailable is not None:
                 log.error("outbox commit failed: %s", unavailable.log_text())
+                metrics.database_error(unavailable.reason.value)
                 exc = unavailable
             else:
                 log.error("outbox commit failed: %s", exc)
@@ -346,8 +349,12 @@ class Outbox:
         """Commit `writes`; return the (response, owner) pairs fenced off (fast paths only: the
         general path raises `LeaseLost` and commits nothing)."""
         advanced = self._check_continuity(writes)
+        started = time.perf_counter()
         lost = await self._writer.commit(kind, writes)
-        self.stats.committed(kind, len(writes))
+        elapsed = time.perf_counter() - started
+        events = sum(len(w.events) for w in writes if not lost or (w.response_id, w.owner) not in lost)
+        self.stats.committed(kind, len(writes), events)
+        metrics.commit(kind.value, elapsed, len(writes), events)
         lost_ids = {rid for rid, _owner in lost}
         for rid, seq in advanced.items():
             if rid in lost_ids:

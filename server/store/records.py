@@ -56,6 +56,9 @@ class ResponseRow:
     lease_owner: str | None = None
     lease_expires_at: float | None = None
     recovery_count: int = 0
+    app: str | None = None
+    created_by: str | None = None
+    trace_context: str | None = None  # JSON (see `_tables.responses`)
 
 
 @dataclass(slots=True, frozen=True)

@@ -15,6 +15,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import field_validator
+
 from ..envsettings import EnvSection, env_field
 
 if TYPE_CHECKING:
@@ -120,6 +122,42 @@ class StoreSettings(EnvSection):
         "How long a token is reused when its source tells no expiry (a JWT's `exp` is read).",
         gt=0,
     )
+
+    retention: str = env_field(
+        "30d",
+        "DURABLE_RESPONSES_RETENTION",
+        "Finished responses older than this (`30d`, `12h`, `90m`) are deleted with their items, events "
+        "and checkpoints by a background sweep; `off` keeps everything. A response awaiting input, and "
+        "every turn of a conversation still in use, is kept.",
+    )
+    retention_interval: float = env_field(
+        300.0,
+        "DURABLE_RESPONSES_RETENTION_INTERVAL",
+        "Seconds between two retention sweeps (one replica sweeps at a time on PostgreSQL).",
+        gt=0,
+    )
+    retention_batch: int = env_field(
+        50,
+        "DURABLE_RESPONSES_RETENTION_BATCH",
+        "Responses deleted per transaction by a sweep (small: no long lock).",
+        gt=0,
+    )
+
+    @field_validator("retention")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        from .retention import parse_duration
+
+        if value.strip().lower() != "off":
+            parse_duration(value)
+        return value.strip().lower()
+
+    @property
+    def retention_seconds(self) -> float | None:
+        """How old a finished response may get; None: kept forever (`off`)."""
+        from .retention import parse_duration
+
+        return None if self.retention == "off" else parse_duration(self.retention)
 
     def connection_options(self) -> ConnectionOptions:
         """How the store connects (pool, timeouts, LISTEN, tokens); one token provider, shared."""

@@ -23,14 +23,16 @@ class OutboxStats:
     # `UniqueViolationError`), or `unavailable:<reason>`.
     fallbacks: Counter[tuple[WriteKind, str]] = field(default_factory=Counter)
     failed_writes: int = 0
+    events: int = 0  # response events committed
 
     @property
     def commits(self) -> int:
         return sum(self.commits_by_kind.values())
 
-    def committed(self, kind: WriteKind, writes: int) -> None:
+    def committed(self, kind: WriteKind, writes: int, events: int = 0) -> None:
         self.commits_by_kind[kind] += 1
         self.writes_by_kind[kind] += writes
+        self.events += events
 
     def fell_back(self, kind: WriteKind, cause: str) -> bool:
         """Count one fallback; True the first time for this (kind, cause)."""
@@ -55,6 +57,7 @@ class StoreStats:
     writes_by_kind: dict[str, int]
     fallbacks: dict[tuple[str, str], int]
     failed_writes: int
+    events: int
     prepared_statements: bool | None
     transaction_pooler: bool | None
     cross_process_wakeups: bool

@@ -35,6 +35,7 @@ from ._requests import RequestsAndConversations
 from .conversations import ConversationStore
 from .errors import classify
 from .notify import Notifier
+from .ops import OpsStore
 from .outbox import Outbox
 from .records import (
     ACTIVE_STATUSES,
@@ -44,6 +45,7 @@ from .records import (
     ResponseRow,
     Write,
 )
+from .retention import Retention
 from .stats import StoreStats
 from .webhooks import WebhookStore
 
@@ -71,6 +73,9 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         )
         self.conversations = ConversationStore(db)
         self.webhooks = WebhookStore(db)
+        # The operator's reads and the record of takeovers; the deletion of old responses.
+        self.ops = OpsStore(db)
+        self.retention = Retention(db)
 
     @classmethod
     def open(cls, url: str, *, connection: ConnectionOptions | None = None, **kwargs: Any) -> Store:
@@ -82,6 +87,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         survive (a probe, when the URL leaves it open) unless the database is unreachable now:
         then the first connection decides."""
         self.outbox.start()
+        self.retention.start()
         if self.dialect != POSTGRESQL or self._listener is not None:
             return
         assert self.db.pg is not None
@@ -121,12 +127,14 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
             writes_by_kind={k.value: n for k, n in o.writes_by_kind.items()},
             fallbacks={(k.value, cause): n for (k, cause), n in o.fallbacks.items()},
             failed_writes=o.failed_writes,
+            events=o.events,
             prepared_statements=pg.prepared_statements if pg is not None else None,
             transaction_pooler=pg.transaction_pooler if pg is not None else None,
             cross_process_wakeups=self.cross_process_wakeups,
         )
 
     async def close(self) -> None:
+        await self.retention.stop()
         await self.outbox.close()
         if self._listener is not None:
             await self._listener.close()
@@ -303,6 +311,8 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
                 t.checkpoints,
                 t.pending_requests,
                 t.conversation_items,
+                t.takeovers,
+                t.checkpoint_log,
             ):
                 await conn.execute(delete(table).where(table.c.response_id == response_id))
         self.notifier.publish(response_id)

@@ -1,0 +1,121 @@
+"""The operator's routes: `/v1/admin/...` (JSON and SSE), the page at `/ui/`, `GET /metrics`.
+
+Invariants:
+- Same authentication as the API: a caller sees its own partition (`x-agent-user-id`, or its
+  key's principal); only `Authorization: Bearer <DURABLE_RESPONSES_ADMIN_KEY>` sees every
+  tenant. Another tenant's response is a 404, as everywhere.
+- The page is static files shipped in the package (no build step, no CDN, works offline); it
+  holds no data of its own and reads everything through these routes.
+- `/metrics` carries no tenant data (labels are bounded sets: `observability.metrics`).
+"""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+
+from sse_starlette import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..observability import metrics
+from ..protocol import errors
+from ..protocol.ids import is_valid_response_id
+from ..runtime.host import Host
+from .kit import Kit
+
+UI_DIR = Path(__file__).resolve().parent / "ui"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled", "incomplete")
+
+
+def ops_routes(host: Host, kit: Kit, *, admin_key: str | None, keepalive: float) -> list[BaseRoute]:
+    admin = host.admin
+
+    def scope_of(request: Request) -> str | None:
+        """None: the admin key (every tenant); else the caller's own partition."""
+        if admin_key:
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), admin_key.encode()):
+                return None
+        return kit.user_of(request)
+
+    def response_id_of(request: Request) -> str:
+        rid: str = request.path_params["response_id"]
+        if not is_valid_response_id(rid):
+            raise errors.not_found(f"Response with id '{rid[:128]}' not found.", param="response_id")
+        return rid
+
+    def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+        raw = request.query_params.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise errors.bad_request(f"`{name}` must be an integer.", param=name) from None
+        if not low <= value <= high:
+            raise errors.bad_request(f"`{name}` must be between {low} and {high}.", param=name)
+        return value
+
+    async def overview(request: Request) -> Response:
+        return JSONResponse(await admin.overview(scope_of(request)))
+
+    async def list_responses(request: Request) -> Response:
+        scope = scope_of(request)
+        status = request.query_params.get("status") or None
+        if status is not None and status not in STATUSES:
+            raise errors.bad_request(f"`status` must be one of {', '.join(STATUSES)}.", param="status")
+        limit = int_param(request, "limit", 50, 1, 500)
+        return JSONResponse(
+            await admin.list(scope, status=status, limit=limit, before=request.query_params.get("before"))
+        )
+
+    async def detail(request: Request) -> Response:
+        return JSONResponse(await admin.detail(scope_of(request), response_id_of(request)))
+
+    async def events(request: Request) -> Response:
+        after = int_param(request, "after", -1, -1, 2**31 - 1)
+        limit = int_param(request, "limit", 1000, 1, 5000)
+        return JSONResponse(
+            await admin.events(scope_of(request), response_id_of(request), after=after, limit=limit)
+        )
+
+    async def stream(request: Request) -> Response:
+        after = int_param(request, "after", -1, -1, 2**31 - 1)
+        last = request.headers.get("last-event-id")
+        if last is not None and last.strip().lstrip("-").isdigit():
+            after = max(after, int(last))
+        frames = await admin.stream(scope_of(request), response_id_of(request), after)
+        return EventSourceResponse(frames, ping=keepalive, headers=SSE_HEADERS)
+
+    async def reply(request: Request) -> Response:
+        scope = scope_of(request)
+        body = await kit.read_json(request, empty={})
+        return JSONResponse(await admin.reply(scope, response_id_of(request), body))
+
+    async def metrics_text(request: Request) -> Response:
+        return Response(metrics.text(), media_type=metrics.CONTENT_TYPE)
+
+    async def ui_root(request: Request) -> Response:
+        return RedirectResponse(url="/ui/", status_code=307)
+
+    g = kit.guarded
+    return [
+        Route("/metrics", metrics_text, methods=["GET"]),
+        Route("/ui", ui_root, methods=["GET"]),
+        Mount("/ui", app=StaticFiles(directory=UI_DIR, html=True), name="ui"),
+        Mount(
+            "/v1/admin",
+            routes=[
+                Route("/overview", g(overview), methods=["GET"]),
+                Route("/responses", g(list_responses), methods=["GET"]),
+                Route("/responses/{response_id}", g(detail), methods=["GET"]),
+                Route("/responses/{response_id}/events", g(events), methods=["GET"]),
+                Route("/responses/{response_id}/stream", g(stream), methods=["GET"]),
+                Route("/responses/{response_id}/reply", g(reply), methods=["POST"]),
+            ],
+        ),
+    ]

@@ -1,0 +1,306 @@
+"""Metrics: Prometheus text at `GET /metrics`, mirrored to OTLP when configured.
+
+Job: the server's metrics, defined once here; every layer records through the functions
+below. `text()` renders the registry; `configure_otlp(settings)` mirrors every instrument to an
+OpenTelemetry `MeterProvider` exporting over OTLP.
+
+Invariants:
+- Labels take values from small fixed sets (a status, a write kind, a route template, an error
+  class), never a response, user or conversation id: cardinality stays bounded.
+- Counters count what this process did since it started (Prometheus' `rate()` handles restarts).
+- Values read from live objects (runs in flight, `Store.stats`) are taken at scrape time from
+  the sources registered with `watch_*`, held weakly (a stopped host drops out).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+import prometheus_client
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .settings import ObservabilitySettings, OtlpProtocol
+
+__all__ = ["CONTENT_TYPE", "REGISTRY", "configure_otlp", "text"]
+
+log = logging.getLogger("durable_responses.metrics")
+
+PREFIX = "durable_responses_"
+REGISTRY: CollectorRegistry = prometheus_client.REGISTRY
+CONTENT_TYPE = prometheus_client.CONTENT_TYPE_LATEST
+# Counters without their `_created` series (one per label set, of no use to a scraper here).
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+
+_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+_BYTES = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+
+
+class _Instrument:
+    """A Prometheus instrument, and its OpenTelemetry twin once OTLP metrics are on."""
+
+    def __init__(self, prom: Any, labels: Sequence[str]) -> None:
+        self.prom = prom
+        self.labels = tuple(labels)
+        self.otel: Any = None
+
+    def _child(self, labels: dict[str, str]) -> Any:
+        return self.prom.labels(**labels) if self.labels else self.prom
+
+
+class _Counter(_Instrument):
+    def __init__(self, name: str, doc: str, labels: Sequence[str] = ()) -> None:
+        super().__init__(prometheus_client.Counter(PREFIX + name, doc, labels, registry=REGISTRY), labels)
+        self.name, self.doc = name, doc
+
+    def inc(self, amount: float = 1, **labels: str) -> None:
+        self._child(labels).inc(amount)
+        if self.otel is not None:
+            self.otel.add(amount, labels)
+
+
+class _Histogram(_Instrument):
+    def __init__(self, name: str, doc: str, buckets: Sequence[float], labels: Sequence[str] = ()) -> None:
+        prom = prometheus_client.Histogram(PREFIX + name, doc, labels, buckets=buckets, registry=REGISTRY)
+        super().__init__(prom, labels)
+        self.name, self.doc, self.buckets = name, doc, tuple(buckets)
+
+    def observe(self, value: float, **labels: str) -> None:
+        self._child(labels).observe(value)
+        if self.otel is not None:
+            self.otel.record(value, labels)
+
+
+_COUNTERS: list[_Counter] = []
+_HISTOGRAMS: list[_Histogram] = []
+
+
+def _counter(name: str, doc: str, labels: Sequence[str] = ()) -> _Counter:
+    c = _Counter(name, doc, labels)
+    _COUNTERS.append(c)
+    return c
+
+
+def _histogram(name: str, doc: str, buckets: Sequence[float], labels: Sequence[str] = ()) -> _Histogram:
+    h = _Histogram(name, doc, buckets, labels)
+    _HISTOGRAMS.append(h)
+    return h
+
+
+RESPONSES_CREATED = _counter(
+    "creations", "Responses created by this replica, by mode (background, stream, json, unstored).", ["mode"]
+)
+RESPONSES_ENDED = _counter(
+    "responses", "Responses whose end this replica recorded, by final status.", ["status"]
+)
+TIME_TO_FIRST_OUTPUT = _histogram(
+    "time_to_first_output_seconds",
+    "From a response's creation to its first output item, by delivery mode.",
+    _SECONDS,
+    ["delivery"],
+)
+COMMIT_SECONDS = _histogram(
+    "commit_seconds", "Duration of one outbox transaction, by write kind.", _SECONDS, ["kind"]
+)
+COMMIT_WRITES = _histogram(
+    "commit_batch_writes", "Writes (responses' units of work) per outbox transaction.", _COUNTS, ["kind"]
+)
+COMMIT_EVENTS = _histogram("commit_batch_events", "Events per outbox transaction.", _COUNTS, ["kind"])
+RECOVERIES = _counter(
+    "recoveries",
+    "Responses this replica took over from a dead or departed owner, by outcome (resumed, ended).",
+    ["outcome"],
+)
+TAKEOVERS = _counter("lease_takeovers", "Expired leases this replica claimed.")
+CHECKPOINT_BYTES = _histogram("checkpoint_bytes", "Size of each workflow checkpoint committed.", _BYTES)
+WEBHOOKS = _counter(
+    "webhook_deliveries", "Webhook delivery attempts, by outcome (delivered, retried, failed).", ["outcome"]
+)
+DATABASE_ERRORS = _counter(
+    "database_errors", "Database operations that failed because the database was unavailable.", ["reason"]
+)
+HTTP_REQUESTS = _counter(
+    "http_requests",
+    "HTTP requests answered, by method, route template and status.",
+    ["method", "route", "status"],
+)
+HTTP_SECONDS = _histogram(
+    "http_request_seconds",
+    "Time to the response's first byte (SSE: its headers), by method and route template.",
+    _SECONDS,
+    ["method", "route"],
+)
+PURGED = _counter("retention_purged_responses", "Responses deleted by retention (sweeper and purge).")
+
+
+# -- values read at scrape time ----------------------------------------------------------------
+
+
+class _Runs(Protocol):
+    def __len__(self) -> int: ...
+
+
+class _StatsSource(Protocol):
+    @property
+    def stats(self) -> Any: ...
+
+
+_RUNS: weakref.WeakSet[Any] = weakref.WeakSet()
+_STORES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def watch_runs(registry: _Runs) -> None:
+    """Count `registry`'s runs in `durable_responses_runs_in_flight` while it lives."""
+    _RUNS.add(registry)
+
+
+def watch_store(store: _StatsSource) -> None:
+    """Export `store.stats` (commits, writes and fallbacks per kind) while it lives."""
+    _STORES.add(store)
+
+
+def _store_samples() -> Iterator[tuple[str, str, dict[str, str], float]]:
+    """(name, doc, labels, value) of every store counter, summed over the watched stores."""
+    commits: dict[str, float] = {}
+    writes: dict[str, float] = {}
+    fallbacks: dict[tuple[str, str], float] = {}
+    failed = events = 0.0
+    for store in list(_STORES):
+        s = store.stats
+        for k, n in s.commits_by_kind.items():
+            commits[k] = commits.get(k, 0) + n
+        for k, n in s.writes_by_kind.items():
+            writes[k] = writes.get(k, 0) + n
+        for key, n in s.fallbacks.items():
+            fallbacks[key] = fallbacks.get(key, 0) + n
+        failed += s.failed_writes
+        events += getattr(s, "events", 0)
+    for k, n in commits.items():
+        yield "store_commits", "Outbox transactions committed, by write kind.", {"kind": k}, n
+    for k, n in writes.items():
+        yield "store_writes", "Writes committed, by write kind.", {"kind": k}, n
+    for (k, cause), n in fallbacks.items():
+        yield (
+            "store_fallbacks",
+            "Writes retried on the general path, by the fast path left and its cause.",
+            {"kind": k, "cause": cause},
+            n,
+        )
+    yield "store_failed_writes", "Writes the outbox could not commit.", {}, failed
+    yield "events_committed", "Response events committed to the outbox.", {}, events
+
+
+class _Live(Collector):
+    def collect(self) -> Iterable[Metric]:
+        runs = GaugeMetricFamily(PREFIX + "runs_in_flight", "Runs this replica is driving now.")
+        runs.add_metric([], float(sum(len(r) for r in list(_RUNS))))
+        yield runs
+        families: dict[str, CounterMetricFamily] = {}
+        for name, doc, labels, value in _store_samples():
+            fam = families.get(name)
+            if fam is None:
+                fam = families[name] = CounterMetricFamily(PREFIX + name, doc, labels=sorted(labels))
+            fam.add_metric([labels[k] for k in sorted(labels)], value)
+        yield from families.values()
+
+
+REGISTRY.register(_Live())
+
+
+def text() -> bytes:
+    """The Prometheus text exposition of every metric (what `GET /metrics` answers)."""
+    return prometheus_client.generate_latest(REGISTRY)
+
+
+# -- recording hooks -----------------------------------------------------------------------------
+
+
+def commit(kind: str, seconds: float, writes: int, events: int) -> None:
+    COMMIT_SECONDS.observe(seconds, kind=kind)
+    COMMIT_WRITES.observe(writes, kind=kind)
+    COMMIT_EVENTS.observe(events, kind=kind)
+
+
+def database_error(reason: str) -> None:
+    DATABASE_ERRORS.inc(reason=reason)
+
+
+# -- OTLP ------------------------------------------------------------------------------------------
+
+_meter_provider: Any = None
+
+
+def configure_otlp(settings: ObservabilitySettings) -> bool:
+    """Mirror every instrument to OTLP when the settings export metrics (once per process)."""
+    global _meter_provider
+    if _meter_provider is not None or not settings.otlp_metrics:
+        return _meter_provider is not None
+    from opentelemetry.metrics import CallbackOptions, Observation
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    from .tracing import resource
+
+    endpoint = settings.signal_endpoint("metrics")
+    if settings.protocol is OtlpProtocol.GRPC:
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as Grpc
+
+        exporter: Any = Grpc(endpoint=endpoint, insecure=endpoint.startswith("http://") if endpoint else None)
+    else:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as Http
+
+        exporter = Http(endpoint=endpoint)
+    reader = PeriodicExportingMetricReader(
+        exporter, export_interval_millis=settings.metric_export_interval_ms
+    )
+    provider = MeterProvider(metric_readers=[reader], resource=resource(settings))
+    meter = provider.get_meter("durable_responses")
+    for c in _COUNTERS:
+        c.otel = meter.create_counter(PREFIX + c.name, description=c.doc)
+    for h in _HISTOGRAMS:
+        h.otel = meter.create_histogram(
+            PREFIX + h.name, description=h.doc, explicit_bucket_boundaries_advisory=list(h.buckets)
+        )
+
+    def runs(_options: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(float(sum(len(r) for r in list(_RUNS))))
+
+    meter.create_observable_gauge(
+        PREFIX + "runs_in_flight", [runs], description="Runs this replica drives now."
+    )
+    names = {
+        "store_commits": "Outbox transactions committed, by write kind.",
+        "store_writes": "Writes committed, by write kind.",
+        "store_fallbacks": "Writes retried on the general path.",
+        "store_failed_writes": "Writes the outbox could not commit.",
+        "events_committed": "Response events committed to the outbox.",
+    }
+
+    def store_callback(name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            for n, _doc, labels, value in _store_samples():
+                if n == name:
+                    yield Observation(value, labels)
+
+        return observe
+
+    for name, doc in names.items():
+        meter.create_observable_counter(PREFIX + name, [store_callback(name)], description=doc)
+    _meter_provider = provider
+    import atexit
+
+    atexit.register(_shutdown_meters)
+    return True
+
+
+def _shutdown_meters() -> None:
+    if _meter_provider is not None:
+        try:
+            _meter_provider.shutdown(timeout_millis=5000)
+        except Exception:  # exporting at exit is best effort
+            log.debug("metric export at exit failed", exc_info=True)

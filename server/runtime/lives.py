@@ -1,0 +1,68 @@
+"""The lives of a response: each recovery starts a new one, recorded as a takeover.
+
+Job: `Lives.begin(row, checkpoint_id)` records that this replica takes `row` over (when, from
+which checkpoint, the span id of the life it starts; the operator view lists them) and starts
+that life's run span in the response's trace, linked to the life before (`telemetry`).
+
+Invariant: a takeover is recorded once per claim (`attempt` is the response's recovery count
+after the claim), before the new life writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ..store import ResponseRow, Store
+from ..store.ops import Takeover
+from .telemetry import RunTrace, Telemetry
+
+
+class Lives:
+    def __init__(self, store: Store, telemetry: Telemetry, owner: str) -> None:
+        self._store = store
+        self._telemetry = telemetry
+        self._owner = owner
+
+    async def begin(self, row: ResponseRow, checkpoint_id: str | None) -> RunTrace:
+        takeovers = await self._store.ops.takeovers(row.id)
+        previous_span: str | None
+        previous_owner: str | None
+        if takeovers:
+            last = takeovers[-1]
+            previous_span, previous_start, previous_owner = last.span_id, last.at, last.owner
+        else:
+            stored = _stored(row.trace_context)
+            previous_span, previous_start, previous_owner = stored.get("run"), row.created_at, row.created_by
+        trace = self._telemetry.next_life(
+            row.id,
+            row.trace_context,
+            life=len(takeovers) + 2,
+            previous_span=previous_span,
+            previous_start=previous_start,
+            previous_owner=previous_owner,
+            delivery=row.delivery,
+            background=row.background,
+        )
+        await self._store.ops.record_takeover(
+            row.id,
+            Takeover(
+                attempt=row.recovery_count,
+                at=time.time(),
+                owner=self._owner,
+                previous_owner=previous_owner,
+                checkpoint_id=checkpoint_id,
+                span_id=trace.span_id or None,
+            ),
+        )
+        return trace
+
+
+def _stored(raw: str | None) -> dict[str, str]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}

@@ -1,0 +1,83 @@
+"""`GET /metrics`: Prometheus text that `prometheus_client`'s parser reads, whose counters match
+what the test did, with labels from bounded sets only (never an id)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.inprocess import InProcessServer
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _scrape(base: str) -> Samples:
+    r = httpx.get(f"{base}/metrics", timeout=10)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    out: Samples = {}
+    for family in text_string_to_metric_families(r.text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
+    key = (name, tuple(sorted(labels.items())))
+    return after.get(key, 0.0) - before.get(key, 0.0)
+
+
+def test_metrics_count_what_the_test_did(tmp_path: Path) -> None:
+    with InProcessServer(f"sqlite:///{tmp_path / 'm.db'}") as srv:
+        base = srv.base_url
+        before = _scrape(base)
+        ids = []
+        for body in (
+            {"model": "m", "input": "one"},
+            {"model": "m", "input": "two"},
+            {"model": "m", "input": "three", "background": True},
+        ):
+            r = httpx.post(f"{base}/v1/responses", json=body, timeout=30)
+            assert r.status_code == 200
+            ids.append(r.json()["id"])
+        with httpx.stream(
+            "POST", f"{base}/v1/responses", json={"model": "m", "input": "four", "stream": True}
+        ) as s:
+            lines = list(s.iter_lines())
+        assert [ln for ln in lines if ln.startswith("event:")][-1] == "event: response.completed"
+        ids.append(json.loads(next(ln for ln in lines if ln.startswith("data:"))[5:])["response"]["id"])
+        for rid in ids:  # the background one ends on its own
+            for _ in range(100):
+                if httpx.get(f"{base}/v1/responses/{rid}").json()["status"] == "completed":
+                    break
+        assert httpx.get(f"{base}/v1/responses/resp_missing").status_code == 404
+        events = sum(
+            len(httpx.get(f"{base}/v1/admin/responses/{rid}/events", params={"limit": 5000}).json()["data"])
+            for rid in ids
+        )
+        after = _scrape(base)
+
+    d = lambda name, **labels: _delta(before, after, name, **labels)  # noqa: E731
+    assert d("durable_responses_creations_total", mode="json") == 2
+    assert d("durable_responses_creations_total", mode="background") == 1
+    assert d("durable_responses_creations_total", mode="stream") == 1
+    assert d("durable_responses_responses_total", status="completed") == 4
+    assert d("durable_responses_http_requests_total", method="POST", route="/v1/responses", status="200") == 4
+    assert (
+        d("durable_responses_http_requests_total", method="GET", route="/v1/responses/{id}", status="404")
+        == 1
+    )
+    assert d("durable_responses_time_to_first_output_seconds_count", delivery="live") == 4
+    # Every event of the four responses was committed once.
+    assert d("durable_responses_events_committed_total") == events
+    assert d("durable_responses_store_commits_total", kind="create") >= 1
+    assert d("durable_responses_commit_seconds_count", kind="create") == d(
+        "durable_responses_store_commits_total", kind="create"
+    )
+    assert after[("durable_responses_runs_in_flight", ())] == 0
+    # Bounded cardinality: no label value is an id.
+    for _name, labels in after:
+        for _key, value in labels:
+            assert not value.startswith(("resp_", "conv_", "msg_")), (_name, labels)
