@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tools import need
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BASE_IMAGE = os.environ.get("DURABLE_BASE_IMAGE", "localhost/durable-base:bookworm")
@@ -89,8 +91,7 @@ def containers_conf(tmp: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def podman(tmp_path_factory: pytest.TempPathFactory) -> Podman:
-    if shutil.which("podman") is None:
-        pytest.skip(reason="podman is not installed (apt-get install podman runc debootstrap)")
+    need("podman", "apt-get install podman runc debootstrap")
     env = dict(os.environ)
     env["CONTAINERS_CONF"] = str(containers_conf(tmp_path_factory.mktemp("podman")))
     return Podman(env)

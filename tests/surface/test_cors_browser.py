@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import shutil
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -18,10 +17,14 @@ from functools import partial
 import pytest
 
 from tests.support.inprocess import InProcessServer
+from tests.support.tools import need
 
 from . import node
 
-pytestmark = pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    need("chromium", "apt-get install chromium")
 
 
 @pytest.fixture
