@@ -334,9 +334,9 @@ def test_cancel_during_recovery_ends_cancelled_and_stops_the_workflow(
 ) -> None:
     record = tmp_path / "calls.jsonl"
     env = {"RECORD_RUN_CALLS": str(record)}
-    # Before takeover: the first server's leases last 8 s, so the cancel surely arrives while
-    # the dead process still holds the response, however long the restart takes (checked).
-    first_env = {**env, "DURABLE_RESPONSES_LEASE_SECONDS": "8"} if when == "before_takeover" else env
+    # Before takeover: the first server's leases last 5 s (renewed every 1.7 s), so the cancel
+    # arrives while the dead process still holds the response: checked, not assumed.
+    first_env = {**env, "DURABLE_RESPONSES_LEASE_SECONDS": "5"} if when == "before_takeover" else env
     first = server_factory(database_url, app=COUNTDOWN, env=first_env).start()
     stream = first.client().responses.create(model="c", input="20 delay=0.3", background=True, stream=True)
     before = read_until(stream, _kill_predicate("item_done", "tick 18"))

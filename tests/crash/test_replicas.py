@@ -72,10 +72,14 @@ def test_one_owner_at_a_time_and_takeover_after_lease_expiry(
     b = inproc_factory(pg_url, COUNTDOWN)
     assert a.proc is not None
     client = a.client()
-    # Thirteen ticks 0.5 s apart: they run for 6.5 s, well past a lease and a sweep.
-    ids = [client.responses.create(model="m", input="12 delay=0.5", background=True).id for _ in range(4)]
+    # Three ticks 2.5 s apart: a run writes nothing (a write extends its lease too) for longer
+    # than a lease, so only the renewal keeps its lease; they run for 7.5 s.
+    ticks = 2
+    ids = [
+        client.responses.create(model="m", input=f"{ticks} delay=2.5", background=True).id for _ in range(4)
+    ]
     # Nothing to wait for: B must *not* take them over while A lives and renews its leases,
-    # so wait longer than a lease and a sweep (a broken renewal lets B in by then).
+    # so wait longer than a lease and a sweep (without renewal B is in by then).
     time.sleep(LEASE + SWEEP + 1.0)
     assert [retrieve(a, rid)["status"] for rid in ids] == ["in_progress"] * 4, "finished too soon to tell"
     calls = read_jsonl(record)
@@ -85,7 +89,7 @@ def test_one_owner_at_a_time_and_takeover_after_lease_expiry(
     for rid in ids:
         final = wait_status(b, rid, timeout=60)
         assert final["status"] == "completed", (final, b.log())
-        assert output_texts(final) == [f"tick {n}" for n in range(12, -1, -1)]
+        assert output_texts(final) == [f"tick {n}" for n in range(ticks, -1, -1)]
     calls = read_jsonl(record)
     recovered = [c for c in calls if c["pid"] == os.getpid()]
     assert len(recovered) == len(ids), calls  # each response taken over exactly once, by B
