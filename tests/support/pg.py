@@ -42,11 +42,16 @@ def _pg_reachable() -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+_unreachable: str | None = None  # once it failed, every later test fails (or skips) at once
+
+
 def _require_postgres() -> None:
     """PostgreSQL is half of the suite: without it, fail, unless the user opted out."""
-    problem = _pg_reachable()
+    global _unreachable
+    problem = _unreachable or _pg_reachable()
     if problem is None:
         return
+    _unreachable = problem
     msg = f"PostgreSQL not reachable at {PG_ADMIN}: {problem}"
     if os.environ.get("DURABLE_RESPONSES_SKIP_POSTGRES") == "1":
         pytest.skip(reason=f"{msg} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
