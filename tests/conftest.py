@@ -50,6 +50,26 @@ def pytest_configure(config: pytest.Config) -> None:
     servers.keep_spares(int(os.environ.get("DURABLE_RESPONSES_TEST_SPARES", "1")))
 
 
+# Modules whose tests keep both cores busy (client and server CPU-bound). Under pytest-xdist
+# (`make test` runs two workers, `--dist loadgroup`) they share one worker and go first, so they
+# overlap the crash tests (which mostly wait for leases and ticks) instead of each other, and
+# the longest item (the fuzz test, ~1 min) does not start last.
+CPU_BOUND = ("tests/e2e/test_fuzz.py", "tests/e2e/test_large_inputs.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first = []
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path in CPU_BOUND:
+            item.add_marker(pytest.mark.xdist_group("cpu-bound"))
+            first.append(item)
+    if first:
+        moved = {id(item) for item in first}
+        rest = [item for item in items if id(item) not in moved]
+        items[:] = first + rest
+
+
 @pytest.fixture
 def pg_database_url() -> Iterator[str]:
     """A fresh, migrated PostgreSQL database (for tests only PostgreSQL can run: replicas)."""
