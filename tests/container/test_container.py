@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.responses import wait_terminal
 
 from .conftest import Podman, log
 
@@ -285,10 +286,7 @@ def test_sigterm_lets_foreground_finish_and_leaves_background_to_recovery(
     with running(podman, image, *options, name="durable-sigterm-2") as second:
         client = second.client()
         start = time.monotonic()
-        current = client.responses.retrieve(background.id)
-        while current.status in ("queued", "in_progress") and time.monotonic() - start < 90:
-            time.sleep(0.5)
-            current = client.responses.retrieve(background.id)
+        current = wait_terminal(client, background.id, timeout=90)
         log(f"background response recovered as {current.status} in {time.monotonic() - start:.1f}s")
         assert current.status == "completed"
         assert "tick 0" in current.output_text

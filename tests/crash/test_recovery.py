@@ -28,7 +28,7 @@ from tests.support.responses import (
     wait_terminal,
 )
 from tests.support.servers import TEST_ENV
-from tests.support.sse import TERMINAL_EVENT_TYPES, check_sequence, stream_events
+from tests.support.sse import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, check_sequence, stream_events
 from tests.support.waits import wait_until
 
 pytestmark = pytest.mark.crash
@@ -456,7 +456,7 @@ def test_recover_100_inflight_responses(server_factory: Any, database_url: str) 
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         base = dict(zip(ids, pool.map(snapshot, ids), strict=True))
-    pending = [rid for rid in ids if base[rid][0] not in ("completed", "failed", "cancelled")]
+    pending = [rid for rid in ids if base[rid][0] not in TERMINAL_STATUSES]
     assert len(pending) == 100, (
         f"only {len(pending)} of 100 in flight at the kill (created in {created_in:.1f} s)"
     )
