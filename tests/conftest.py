@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Modules whose tests keep both cores busy (client and server CPU-bound). Under pytest-xdist
-# (`make test` runs three workers, `--dist loadgroup`) they share one worker and go first, so they
+# (`make test` runs two workers, `--dist loadgroup`) they share one worker and go first, so they
 # overlap the crash tests (which mostly wait for leases and ticks) instead of each other, and
 # the longest item (the fuzz test, ~1 min) does not start last.
 CPU_BOUND = ("tests/e2e/test_fuzz.py", "tests/e2e/test_large_inputs.py")

@@ -113,6 +113,15 @@ def _take_spare() -> subprocess.Popen[bytes] | None:
 
 
 @atexit.register
+def _kill_leftovers() -> None:
+    """Servers a failed fixture never got to stop die with the test process (they would hold
+    database connections, and the machine's PostgreSQL is shared)."""
+    for srv in list(RUNNING):
+        if isinstance(srv, ServerProcess):
+            srv.kill()
+
+
+@atexit.register
 def _drop_spares() -> None:
     with _spares_lock:
         for spare in _spares:
