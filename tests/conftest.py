@@ -1,29 +1,73 @@
-"""Shared fixtures: real databases (SQLite file, fresh PostgreSQL database) and real servers.
+"""Shared fixtures: real databases (a SQLite file, a fresh PostgreSQL database) and real servers.
 
-`server_factory` starts `python -m server serve` as a subprocess (uvicorn on a free loopback
-port), so tests can `kill -9` it and start another on the same database. PostgreSQL is never
-skipped: an unreachable server fails the run, unless DURABLE_RESPONSES_SKIP_POSTGRES=1 says to.
+Servers, cheapest first:
+- `shared_server` / `shared_servers`: in-process servers (`support.inprocess`) shared by the
+  tests of one module, one per dialect (and per app and settings), each on its own database.
+  For tests that only need *a* server: every response they make is their own, and they do not
+  depend on what else the server has run.
+- `inproc_server` / `inproc_factory`: in-process servers on the test's own fresh database
+  (`database_url`), for tests that look at the whole database, restart a server on it, or
+  need a server nobody else used.
+- `server_factory`: `durable-responses serve` subprocesses (`support.servers`), only where a
+  process must die (`kill -9`, SIGTERM) or the command itself is under test.
+
+Every database fixture runs on both dialects. PostgreSQL is never skipped quietly: every
+PostgreSQL database comes from `support.pg`, which fails the test when the server is
+unreachable, unless DURABLE_RESPONSES_SKIP_POSTGRES=1 says to skip it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.pg import PG_ADMIN, ROOT, _migrated_pg, drop_pg_database, new_pg_database
-from tests.support.servers import RUNNING, ServerProcess, free_port
+from tests.support import servers
+from tests.support.inprocess import InProcessServer
+from tests.support.pg import PG_ADMIN, ROOT, _migrated_pg, _pg_reachable, drop_pg_database, new_pg_database
+from tests.support.servers import RUNNING, ServerProcess, free_port, stop_servers_on
 
 __all__ = [
     "PG_ADMIN",
     "ROOT",
     "RUNNING",
+    "InProcessServer",
     "ServerProcess",
+    "_pg_reachable",
     "drop_pg_database",
     "free_port",
     "new_pg_database",
 ]
+
+DIALECTS = ["sqlite", "postgresql"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Subprocess servers start from a warm spare (see `support.servers`); 0 turns that off.
+    servers.keep_spares(int(os.environ.get("DURABLE_RESPONSES_TEST_SPARES", "1")))
+
+
+# Modules whose tests keep both cores busy (client and server CPU-bound). Under pytest-xdist
+# (`make test` runs two workers, `--dist loadgroup`) they share one worker and go first, so they
+# overlap the crash tests (which mostly wait for leases and ticks) instead of each other, and
+# the longest item (the fuzz test, ~1 min) does not start last.
+CPU_BOUND = ("tests/e2e/test_fuzz.py", "tests/e2e/test_large_inputs.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    first = []
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path in CPU_BOUND:
+            item.add_marker(pytest.mark.xdist_group("cpu-bound"))
+            first.append(item)
+    if first:
+        moved = {id(item) for item in first}
+        rest = [item for item in items if id(item) not in moved]
+        items[:] = first + rest
 
 
 @pytest.fixture
@@ -32,23 +76,39 @@ def pg_database_url() -> Iterator[str]:
     yield from _migrated_pg()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+def _sqlite_url(directory: Path) -> str:
+    return f"sqlite:///{directory / 'db' / 'durable-responses.db'}"
+
+
+@pytest.fixture(params=DIALECTS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, migrated database of each dialect."""
+    """A fresh database of each dialect (SQLite: a new file the server migrates; PostgreSQL:
+    migrated, as `serve` requires)."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'db' / 'durable-responses.db'}"
+        url = _sqlite_url(tmp_path)
         yield url
+        stop_servers_on(url)
         return
     yield from _migrated_pg()
 
 
 @pytest.fixture
-def server_factory(tmp_path: Path) -> Iterator[object]:
+def dialect(database_url: str) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "postgresql"
+
+
+# region subprocess servers
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """`make(database_url, app=None, *, env=None, delivery="live", workdir=None, ...)`: a
+    `ServerProcess` (not started); every one is killed at teardown."""
     started: list[ServerProcess] = []
 
-    def make(database_url: str, app: str | None = None, **kwargs: object) -> ServerProcess:
+    def make(database_url: str, app: str | None = None, **kwargs: Any) -> ServerProcess:
         workdir = kwargs.pop("workdir", None) or tmp_path / f"work-{len(started)}"
-        srv = ServerProcess(database_url=database_url, app=app, workdir=workdir, **kwargs)  # type: ignore[arg-type]
+        srv = ServerProcess(database_url=database_url, app=app, workdir=workdir, **kwargs)
         started.append(srv)
         return srv
 
@@ -57,8 +117,103 @@ def server_factory(tmp_path: Path) -> Iterator[object]:
         srv.kill()
 
 
+# endregion
+
+# region in-process servers
+
+
 @pytest.fixture
-def server(database_url: str, server_factory: object) -> Iterator[ServerProcess]:
-    """A running server on the default example app (echo), one per dialect."""
-    srv = server_factory(database_url).start()  # type: ignore[operator]
-    yield srv
+def inproc_factory() -> Iterator[Callable[..., InProcessServer]]:
+    """`make(database_url, app=None, *, env=None, delivery="live")`: a started in-process
+    server; every one still running is stopped (gracefully) at teardown."""
+    started: list[InProcessServer] = []
+
+    def make(database_url: str, app: str | None = None, **kwargs: Any) -> InProcessServer:
+        srv = InProcessServer(database_url, app, **kwargs)
+        started.append(srv)
+        return srv.start()
+
+    yield make
+    errors = []
+    for srv in reversed(started):
+        try:
+            srv.stop()
+        except Exception as exc:  # stop every one, then report
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def inproc_server(database_url: str, inproc_factory: Callable[..., InProcessServer]) -> InProcessServer:
+    """An in-process server on the default app (echo) and the test's own fresh database."""
+    return inproc_factory(database_url)
+
+
+class ServerPool:
+    """In-process servers shared by one module's tests: one per (dialect, app, delivery, env),
+    each on a database of its own (so no server recovers another app's responses)."""
+
+    def __init__(self, tmp: pytest.TempPathFactory) -> None:
+        self._tmp = tmp
+        self._servers: dict[tuple[Any, ...], InProcessServer] = {}
+        self._pg: list[Iterator[str]] = []
+
+    def get(
+        self,
+        dialect: str,
+        app: str | None = None,
+        *,
+        delivery: str = "live",
+        env: dict[str, str] | None = None,
+    ) -> InProcessServer:
+        key = (dialect, app, delivery, tuple(sorted((env or {}).items())))
+        srv = self._servers.get(key)
+        if srv is not None and srv.running:
+            return srv
+        if dialect == "sqlite":
+            url = _sqlite_url(self._tmp.mktemp("shared"))
+        else:
+            databases = _migrated_pg()
+            url = next(databases)
+            self._pg.append(databases)
+        srv = InProcessServer(url, app, delivery=delivery, env=env).start()
+        self._servers[key] = srv
+        return srv
+
+    def close(self) -> None:
+        for srv in self._servers.values():
+            srv.stop()
+        for databases in self._pg:
+            databases.close()  # its `finally` drops the database
+
+
+@pytest.fixture(scope="module")
+def _server_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPool]:
+    pool = ServerPool(tmp_path_factory)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(params=DIALECTS)
+def shared_servers(
+    request: pytest.FixtureRequest, _server_pool: ServerPool
+) -> Callable[..., InProcessServer]:
+    """`get(app=None, *, delivery="live", env=None)`: this module's shared in-process server of
+    the test's dialect for that app and settings (started on first use)."""
+
+    def get(app: str | None = None, **kwargs: Any) -> InProcessServer:
+        return _server_pool.get(request.param, app, **kwargs)
+
+    return get
+
+
+@pytest.fixture
+def shared_server(shared_servers: Callable[..., InProcessServer]) -> InProcessServer:
+    """This module's shared in-process server on the default app (echo), per dialect."""
+    return shared_servers()
+
+
+# endregion

@@ -4,7 +4,8 @@ Each factory builds a fresh app (the server calls it per run and per recovery). 
 named by environment variables, so a test can see from outside the server process which supersteps ran
 (and ran again) and how recovery entered the app. Invariant: the outputs are deterministic for a given
 input, so a rerun superstep reproduces exactly the outputs it produced before; messages and state are
-plain values, so checkpoints decode under the default type allow-list.
+plain values, so checkpoints decode under the default type allow-list (except where an app says
+otherwise: `custom_state` and `unencodable_checkpoint` break that rule on purpose).
 """
 
 from __future__ import annotations
@@ -348,4 +349,37 @@ def ask_and_tick() -> Workflow:
     b.add_edge(start, ask)
     b.add_edge(start, tick)
     b.add_edge(tick, tick)
+    return b.build()
+
+
+class _SavedOutput(Executor):
+    """Superstep 1: an output that its checkpoint commits."""
+
+    def __init__(self) -> None:
+        super().__init__(id="saved_output")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[str, str]) -> None:
+        await ctx.yield_output("saved")
+        await ctx.send_message("next")
+
+
+class _UnpicklableState(Executor):
+    """Superstep 2: puts a callback (a lambda: copied as is, but not picklable) in the workflow
+    state, then an output."""
+
+    def __init__(self) -> None:
+        super().__init__(id="unpicklable_state")
+
+    @handler
+    async def run(self, _text: str, ctx: WorkflowContext[Never, str]) -> None:
+        ctx.set_state("callback", lambda: None)
+        await ctx.yield_output("never checkpointed")
+
+
+def unencodable_checkpoint() -> Workflow:
+    """A workflow whose second checkpoint cannot be encoded (its state holds a lambda)."""
+    first, second = _SavedOutput(), _UnpicklableState()
+    b = WorkflowBuilder(name="unencodable_checkpoint", start_executor=first, output_from=[first, second])
+    b.add_edge(first, second)
     return b.build()

@@ -32,6 +32,10 @@ HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # One worker builds the images (session fixtures) and runs every container test.
+    for item in items:
+        if item.get_closest_marker("container") is not None:
+            item.add_marker(pytest.mark.xdist_group("container"))
     if shutil.which("podman") is not None:
         return
     if os.environ.get("DURABLE_RESPONSES_REQUIRE_CONTAINER") == "1":

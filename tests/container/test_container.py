@@ -14,7 +14,6 @@ Run alone with: pytest -m container -s tests/container   (-s shows the timings)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import socket
@@ -22,11 +21,13 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.responses import wait_terminal
 
 from .conftest import Podman, log
 
@@ -192,38 +193,15 @@ def test_foundry_keeps_data_under_home(podman: Podman, image: str, volume: str) 
             second.client(**{"x-agent-user-id": "mallory"}).responses.retrieve(created.id)
 
 
-PG_ADMIN = os.environ.get("DURABLE_RESPONSES_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-def pg_admin(sql: str) -> None:
-    asyncpg = pytest.importorskip("asyncpg")
-
-    async def run() -> None:
-        conn = await asyncpg.connect(PG_ADMIN.replace("postgresql://", "postgres://"), timeout=5)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
-
-
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A fresh database on the machine's PostgreSQL (reached with --network host)."""
+    """A fresh, empty database on the machine's PostgreSQL (reached with --network host); like
+    every PostgreSQL fixture, it fails without PostgreSQL unless DURABLE_RESPONSES_SKIP_POSTGRES=1."""
+    url = new_pg_database(migrated=False)
     try:
-        pg_admin("SELECT 1")
-    except Exception as exc:
-        message = f"PostgreSQL not reachable at {PG_ADMIN}: {exc}"
-        if os.environ.get("DURABLE_RESPONSES_SKIP_POSTGRES") == "1":
-            pytest.skip(reason=f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
-        pytest.fail(f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1 skips the PostgreSQL half)")
-    name = f"dr_container_{uuid.uuid4().hex[:12]}"
-    pg_admin(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+        yield url
     finally:
-        pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_pg_database(url)
 
 
 def test_postgres_migrate_is_a_step(podman: Podman, image: str, pg_url: str) -> None:
@@ -308,10 +286,7 @@ def test_sigterm_lets_foreground_finish_and_leaves_background_to_recovery(
     with running(podman, image, *options, name="durable-sigterm-2") as second:
         client = second.client()
         start = time.monotonic()
-        current = client.responses.retrieve(background.id)
-        while current.status in ("queued", "in_progress") and time.monotonic() - start < 90:
-            time.sleep(0.5)
-            current = client.responses.retrieve(background.id)
+        current = wait_terminal(client, background.id, timeout=90)
         log(f"background response recovered as {current.status} in {time.monotonic() - start:.1f}s")
         assert current.status == "completed"
         assert "tick 0" in current.output_text

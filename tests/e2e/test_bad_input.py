@@ -1,21 +1,24 @@
 """End-to-end tests of bad input: every rejection is a 4xx with the standard error body, and bad
-input never damages stored responses. Runs on SQLite and PostgreSQL."""
+input never damages stored responses. Runs on SQLite and PostgreSQL, against this module's shared
+in-process servers (one per dialect, app and settings)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.conftest import ServerProcess
-from tests.e2e.helpers import assert_error_shape, sse_get, wait_status
+from tests.support.inprocess import InProcessServer
+from tests.support.responses import assert_error_shape, sse_get, wait_status
 
 COUNTDOWN = "server.examples.countdown:countdown"
 
 
-def test_bad_requests_and_tenancy(server: ServerProcess) -> None:
+def test_bad_requests_and_tenancy(shared_server: InProcessServer) -> None:
+    server = shared_server
     with httpx.Client(base_url=server.base_url, timeout=30) as c:
         # A stored response made before the bad input.
         good = c.post("/responses", json={"model": "m", "input": "keep me intact"})
@@ -97,16 +100,16 @@ def test_bad_requests_and_tenancy(server: ServerProcess) -> None:
             # And the default (no-header) user cannot see it either.
             assert_error_shape(c.get(f"/responses/{target}"), 404)
         # Bob cannot hijack alice's client-chosen id either.
-        chosen = "resp_alicechosen01"
-        assert (
-            c.post(
-                "/responses", json={"input": "a"}, headers={**alice, "x-agent-response-id": chosen}
-            ).status_code
-            == 200
-        )
-        assert c.post(
-            "/responses", json={"input": "a"}, headers={**bob, "x-agent-response-id": chosen}
-        ).status_code in (404, 409)
+        chosen = f"resp_chosen{uuid.uuid4().hex[:12]}"
+        mine = c.post("/responses", json={"input": "a"}, headers={**alice, "x-agent-response-id": chosen})
+        assert mine.status_code == 200
+        # The id is taken, so bob cannot have it: a 409 that shows nothing of alice's response
+        # (not her response, as an idempotent retry of her own would), with the same body or not.
+        for body in ({"input": "a"}, {"input": "b"}):
+            taken = c.post("/responses", json=body, headers={**bob, "x-agent-response-id": chosen})
+            err = assert_error_shape(taken, 409)
+            assert err["code"] == "duplicate_response_id", err
+            assert "alice" not in taken.text and mine.json()["output"][0]["id"] not in taken.text, taken.text
         # Alice still sees her responses, untouched.
         assert c.get(f"/responses/{aid}", headers=alice).json()["output"] == a.json()["output"]
         assert c.get(f"/responses/{chosen}", headers=alice).status_code == 200
@@ -119,11 +122,10 @@ def test_bad_requests_and_tenancy(server: ServerProcess) -> None:
         assert c.get(f"/responses/{rid}/input_items").json() == good_items
 
 
-def test_body_limit_and_api_key(database_url: str, server_factory: Any) -> None:
-    srv: ServerProcess = server_factory(
-        database_url,
-        env={"DURABLE_RESPONSES_MAX_BODY_BYTES": "1000", "DURABLE_RESPONSES_API_KEY": "secret"},
-    ).start()
+def test_body_limit_and_api_key(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(
+        env={"DURABLE_RESPONSES_MAX_BODY_BYTES": "1000", "DURABLE_RESPONSES_API_KEY": "secret"}
+    )
     ok_headers = {"authorization": "Bearer secret"}
     with httpx.Client(base_url=srv.base_url, timeout=30) as c:
         # Wrong / missing key: 401 on every route.
@@ -168,21 +170,30 @@ def test_body_limit_and_api_key(database_url: str, server_factory: Any) -> None:
         wrong.responses.retrieve(rid)
 
 
-def test_continuation_conflicts(database_url: str, server_factory: Any) -> None:
-    """Continuing from an in-progress response is a 409; the stored responses stay consistent."""
-    srv: ServerProcess = server_factory(database_url, COUNTDOWN).start()
+def test_continuation_conflicts(shared_servers: Any) -> None:
+    """Continuing from an in-progress response is a 409 (and creates nothing); once it finished,
+    the continuation runs from its last checkpoint; the stored responses stay consistent."""
+    srv: InProcessServer = shared_servers(COUNTDOWN)
     with httpx.Client(base_url=srv.base_url, timeout=30) as c:
-        bg = c.post("/responses", json={"input": "20 delay=0.1", "background": True}).json()
-        assert_error_shape(c.post("/responses", json={"input": "1", "previous_response_id": bg["id"]}), 409)
+        bg = c.post("/responses", json={"input": "8 delay=0.1", "background": True}).json()
+        err = assert_error_shape(
+            c.post("/responses", json={"input": "1", "previous_response_id": bg["id"]}), 409
+        )
+        assert err["code"] == "previous_response_in_progress" and bg["id"] in err["message"], err
         done = wait_status(srv, bg["id"])
         assert done["status"] == "completed"
+        assert [o["content"][0]["text"] for o in done["output"]] == [f"tick {n}" for n in range(8, -1, -1)]
+        # The finished workflow is restored from its last checkpoint and takes the new input.
         r = c.post("/responses", json={"input": "1 delay=0.01", "previous_response_id": bg["id"]})
-        assert r.status_code in (200, 409), r.text
-        if r.status_code == 409:
-            assert_error_shape(r, 409)
+        assert r.status_code == 200, r.text
+        after = r.json()
+        assert after["status"] == "completed" and after["previous_response_id"] == bg["id"], after
+        assert [o["content"][0]["text"] for o in after["output"]] == ["tick 1", "tick 0"], after
+        # The response it continued is unchanged.
+        assert c.get(f"/responses/{bg['id']}").json() == done
 
 
-def test_awkward_text_is_stored_or_rejected_cleanly(server: ServerProcess) -> None:
+def test_awkward_text_is_stored_or_rejected_cleanly(shared_server: InProcessServer) -> None:
     """NUL characters, lone surrogates, NaN and huge ints: a 200 that round-trips, or a clean 4xx."""
     raw_bodies = [
         b'{"model": "m", "input": "nul \\u0000 char"}',
@@ -194,7 +205,7 @@ def test_awkward_text_is_stored_or_rejected_cleanly(server: ServerProcess) -> No
         b'{"model": "m", "input": [{"role": "user", "content": [{"type": "input_text", "text": "a\\u0000b"}]}]}',
         b'{"model": "m", "input": "conv", "conversation": "c\\u0000"}',
     ]
-    with httpx.Client(base_url=server.base_url, timeout=30) as c:
+    with httpx.Client(base_url=shared_server.base_url, timeout=30) as c:
         for raw in raw_bodies:
             for stream in (False, True):
                 body = raw[:-1] + (b', "stream": true}' if stream else b"}")
@@ -219,9 +230,9 @@ def test_awkward_text_is_stored_or_rejected_cleanly(server: ServerProcess) -> No
         assert c.get("/readiness").status_code == 200
 
 
-def test_principal_keys_are_walls_end_to_end(database_url: str, server_factory: Any) -> None:
+def test_principal_keys_are_walls_end_to_end(shared_servers: Any) -> None:
     """Two API keys, two principals: the same x-agent-user-id under another key is another user."""
-    srv = server_factory(database_url, env={"DURABLE_RESPONSES_API_KEYS": "alice:key-a,bob:key-b"}).start()
+    srv = shared_servers(env={"DURABLE_RESPONSES_API_KEYS": "alice:key-a,bob:key-b"})
     alice = httpx.Client(base_url=srv.base_url, headers={"authorization": "Bearer key-a"}, timeout=30)
     bob = httpx.Client(base_url=srv.base_url, headers={"authorization": "Bearer key-b"}, timeout=30)
     created = alice.post("/responses", json={"input": "hi"}, headers={"x-agent-user-id": "u1"})
@@ -232,10 +243,9 @@ def test_principal_keys_are_walls_end_to_end(database_url: str, server_factory: 
     assert httpx.get(f"{srv.base_url}/responses/{rid}", timeout=30).status_code == 401
 
 
-def test_too_many_inflight_responses_is_429(database_url: str, server_factory: Any) -> None:
-    srv = server_factory(
-        database_url, "server.examples.countdown:countdown", env={"DURABLE_RESPONSES_MAX_INFLIGHT": "2"}
-    ).start()
+def test_too_many_inflight_responses_is_429(shared_servers: Any) -> None:
+    # A server of its own (no other test of this module uses these settings).
+    srv = shared_servers(COUNTDOWN, env={"DURABLE_RESPONSES_MAX_INFLIGHT": "2"})
     c = httpx.Client(base_url=srv.base_url, timeout=30)
     for _ in range(2):
         assert c.post("/responses", json={"input": "20 delay=0.2", "background": True}).status_code == 200
@@ -244,7 +254,8 @@ def test_too_many_inflight_responses_is_429(database_url: str, server_factory: A
     assert set(refused.json()["error"]) == {"message", "type", "param", "code"}
 
 
-def test_deeply_nested_body_is_a_400_not_a_500(server: ServerProcess) -> None:
+def test_deeply_nested_body_is_a_400_not_a_500(shared_server: InProcessServer) -> None:
+    server = shared_server
     """Regression (black-box probe): a reasoning item nested ~500 levels deep overflowed the
     recursive copies (RecursionError, 500); past 254 levels the stored JSON could not be encoded."""
     for depth in (300, 2000):

@@ -1,7 +1,7 @@
 """End-to-end tests of continuations: replies to paused workflows, tool outputs, item references.
 
-Each test is named after a bug a black-box probe found; each runs on SQLite and PostgreSQL against a
-real server subprocess. The rule they share: an input the run would fail on is refused with a 4xx
+Each test is named after a bug a black-box probe found; each runs on SQLite and PostgreSQL against
+this module's shared in-process servers (one per dialect, app and settings). The rule they share: an input the run would fail on is refused with a 4xx
 (the standard error body, naming the problem and what to do) before any response is created, and a
 refused reply marks nothing answered.
 
@@ -12,7 +12,7 @@ checkpoints through ``DURABLE_RESPONSES_CHECKPOINT_TYPES``, as an application wo
 
 from __future__ import annotations
 
-import time
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +29,10 @@ from agent_framework import (
 )
 from pydantic import BaseModel
 
-from tests.conftest import ServerProcess
-from tests.e2e.helpers import assert_error_shape, wait_status
+from tests.support import db
+from tests.support.inprocess import InProcessServer
+from tests.support.responses import assert_error_shape, retrieve
+from tests.support.waits import wait_until
 
 APPROVAL = "server.examples.approval:approval"
 ECHO_AGENT = "server.examples.echo_agent:echo_agent"
@@ -140,13 +142,11 @@ def _reply(call_id: str, output: Any) -> dict[str, Any]:
 # endregion
 
 
-def test_text_continuing_an_answered_pause_is_refused_up_front(
-    database_url: str, server_factory: Any
-) -> None:
+def test_text_continuing_an_answered_pause_is_refused_up_front(shared_servers: Any) -> None:
     """Bug 1: text sent to a pause whose call was already answered failed at run time (HTTP 200,
     status failed, AgentInvalidResponseException). Now: 409 call_already_answered naming the
     answering response; and text to a pause still waiting is a 400 pending_request."""
-    srv: ServerProcess = server_factory(database_url, APPROVAL).start()
+    srv: InProcessServer = shared_servers(APPROVAL)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         paused = _ok(c, {"input": "deploy"})
         (call_id,) = _calls(paused)
@@ -171,12 +171,10 @@ def test_text_continuing_an_answered_pause_is_refused_up_front(
         assert again["status"] == "completed" and len(_calls(again)) == 1, again
 
 
-def test_reply_with_an_extra_message_to_a_paused_workflow_is_refused(
-    database_url: str, server_factory: Any
-) -> None:
+def test_reply_with_an_extra_message_to_a_paused_workflow_is_refused(shared_servers: Any) -> None:
     """Bug 2: [function_call_output, user message] to a pause failed at run time. Now: 400 naming
     the offending item, and the call stays unanswered (the plain reply still works)."""
-    srv: ServerProcess = server_factory(database_url, APPROVAL).start()
+    srv: InProcessServer = shared_servers(APPROVAL)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         paused = _ok(c, {"input": "deploy"})
         (call_id,) = _calls(paused)
@@ -200,15 +198,11 @@ def test_reply_with_an_extra_message_to_a_paused_workflow_is_refused(
         assert answer["status"] == "completed" and _texts(answer) == ["Completed with decision: yes"]
 
 
-def test_request_info_with_a_non_str_response_type_can_be_answered(
-    database_url: str, server_factory: Any
-) -> None:
+def test_request_info_with_a_non_str_response_type_can_be_answered(shared_servers: Any) -> None:
     """Bug 3: a request_info with response_type int / bool / float / dataclass / pydantic model could
     never be answered (the wire carries a string; the framework refused it at run time). Now the
     host converts the output to the declared type, or answers 400 naming that type up front."""
-    srv: ServerProcess = server_factory(
-        database_url, TYPED_HITL, env={"DURABLE_RESPONSES_CHECKPOINT_TYPES": TYPED_TYPES}
-    ).start()
+    srv: InProcessServer = shared_servers(TYPED_HITL, env={"DURABLE_RESPONSES_CHECKPOINT_TYPES": TYPED_TYPES})
     good = [
         ("int", "42", "got int 42"),
         ("bool", "true", "got bool True"),
@@ -253,12 +247,10 @@ def test_request_info_with_a_non_str_response_type_can_be_answered(
         assert r.status_code == 200 and "got int 7" in r.text and "response.completed" in r.text, r.text
 
 
-def test_function_call_output_for_an_unknown_call_is_refused_on_a_plain_agent(
-    database_url: str, server_factory: Any
-) -> None:
+def test_function_call_output_for_an_unknown_call_is_refused_on_a_plain_agent(shared_servers: Any) -> None:
     """Bug 4 (plain agent): a function_call_output for a call_id no function_call has was fed to the
     model. Now: 400 "No tool call found for function call output with call_id ...", param input."""
-    srv: ServerProcess = server_factory(database_url, ECHO_AGENT).start()
+    srv: InProcessServer = shared_servers(ECHO_AGENT)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         first = _ok(c, {"input": "call get_weather", "tools": TOOLS})
         (call_id,) = _calls(first)
@@ -288,12 +280,10 @@ def test_function_call_output_for_an_unknown_call_is_refused_on_a_plain_agent(
         assert_error_shape(other, 404)
 
 
-def test_function_call_output_without_a_paused_workflow_is_refused(
-    database_url: str, server_factory: Any
-) -> None:
+def test_function_call_output_without_a_paused_workflow_is_refused(shared_servers: Any) -> None:
     """Bug 4 (workflow): a function_call_output with no previous_response_id was accepted. Now a 400
     naming the call, and a reply to a workflow response that is not paused is one too."""
-    srv: ServerProcess = server_factory(database_url, APPROVAL).start()
+    srv: InProcessServer = shared_servers(APPROVAL)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         paused = _ok(c, {"input": "deploy"})
         (call_id,) = _calls(paused)
@@ -311,10 +301,10 @@ def test_function_call_output_without_a_paused_workflow_is_refused(
         assert err["code"] == "unknown_call_id" and answer["id"] in err["message"], err
 
 
-def test_item_reference_input_items_are_resolved(database_url: str, server_factory: Any) -> None:
+def test_item_reference_input_items_are_resolved(shared_servers: Any) -> None:
     """Bug 5: item_reference input items were silently dropped. Now they resolve to the stored input
     or output item of the same user's response; an unknown (or another tenant's) id is a 404."""
-    srv: ServerProcess = server_factory(database_url, ECHO_AGENT).start()
+    srv: InProcessServer = shared_servers(ECHO_AGENT)
     alice = {"x-agent-user-id": "alice"}
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         first = _ok(c, {"input": "hello there"}, **alice)
@@ -356,9 +346,9 @@ def test_item_reference_input_items_are_resolved(database_url: str, server_facto
         assert _texts(nostore) == ["echo: hello there (turn 1)"]
 
 
-def test_item_reference_is_resolved_for_a_workflow(server: ServerProcess) -> None:
+def test_item_reference_is_resolved_for_a_workflow(shared_server: InProcessServer) -> None:
     """Bug 5 on the default (workflow) app: the referenced message reaches the workflow."""
-    with httpx.Client(base_url=server.base_url, timeout=60) as c:
+    with httpx.Client(base_url=shared_server.base_url, timeout=60) as c:
         user = {"x-agent-user-id": f"u-{uuid.uuid4().hex[:6]}"}
         first = _ok(c, {"input": "hello big world"}, **user)
         item_id = c.get(f"/responses/{first['id']}/input_items", headers=user).json()["data"][0]["id"]
@@ -370,22 +360,99 @@ COUNTDOWN = "server.examples.countdown:countdown"
 
 
 def test_conversation_turn_after_a_cancelled_turn_continues_the_last_finished_one(
-    database_url: str, server_factory: Any
+    shared_servers: Any,
 ) -> None:
     """Regression: a conversation continued from the newest checkpoint of its lineage, which
     could be a cancelled (or failed) turn's: the next turn first replayed the stopped turn's
     remaining supersteps. And the stopped turn's end pruned the finished turn's checkpoint."""
-    srv: ServerProcess = server_factory(database_url, app=COUNTDOWN).start()
+    srv: InProcessServer = shared_servers(COUNTDOWN)
     conv = {"conversation": f"conv_{uuid.uuid4().hex}"}
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         t1 = _ok(c, {"model": "m", "input": "1 delay=0", **conv})
         assert _texts(t1) == ["tick 1", "tick 0"]
         t2 = _ok(c, {"model": "m", "input": "30 delay=0.1", "background": True, **conv})
-        wait_status(srv, t2["id"], {"in_progress"}, timeout=10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not _texts(c.get(f"/responses/{t2['id']}").json()):
-            time.sleep(0.05)  # let it checkpoint a superstep or two
-        time.sleep(0.3)
+        # A completed output item is committed with the checkpoint after it: two of them, and
+        # the cancelled turn has checkpoints of its own that the next turn must not continue.
+        wait_until(lambda: len(_texts(retrieve(srv, t2["id"]))) >= 2, 10)
         assert c.post(f"/responses/{t2['id']}/cancel").json()["status"] == "cancelled"
         t3 = _ok(c, {"model": "m", "input": "2 delay=0", **conv})
         assert _texts(t3) == ["tick 2", "tick 1", "tick 0"], _texts(t3)
+
+
+RECORDING_COUNTDOWN = "tests.apps.workflows:recording_countdown"
+
+
+def _responses_of(srv: InProcessServer, user: str) -> int:
+    return int(
+        db.scalar(srv.database_url, f"SELECT count(*) FROM responses WHERE user_id = {db.quote(user)}")
+    )
+
+
+def _drop_checkpoints(srv: InProcessServer, *response_ids: str) -> None:
+    ids = ", ".join(db.quote(r) for r in response_ids)
+    db.execute(srv.database_url, f"DELETE FROM checkpoints WHERE response_id IN ({ids})")
+    assert db.scalar(srv.database_url, f"SELECT count(*) FROM checkpoints WHERE response_id IN ({ids})") == 0
+
+
+def test_a_turn_whose_checkpoint_is_gone_is_refused_not_restarted(
+    shared_servers: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    """Invariant 7 (fail closed): a workflow turn continuing a response (or a conversation) whose
+    checkpoint rows are gone gets a 409 `checkpoint_not_found`; the workflow is never started
+    again from its entry executor, and no response is created."""
+    record = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("RECORD_RUN_CALLS", str(record))  # read by the app, in this process
+    srv: InProcessServer = shared_servers(RECORDING_COUNTDOWN)
+    user = {"x-agent-user-id": f"u-{uuid.uuid4().hex[:8]}"}
+    conv = f"conv_{uuid.uuid4().hex}"
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        t1 = _ok(c, {"input": "1 delay=0"}, **user)
+        c1 = _ok(c, {"input": "1 delay=0", "conversation": conv}, **user)
+        assert _texts(t1) == _texts(c1) == ["tick 1", "tick 0"]
+        # While their checkpoints exist, both continue (restored from the checkpoint).
+        t2 = _ok(c, {"input": "2 delay=0", "previous_response_id": t1["id"]}, **user)
+        c2 = _ok(c, {"input": "2 delay=0", "conversation": conv}, **user)
+        assert _texts(t2) == _texts(c2) == ["tick 2", "tick 1", "tick 0"]
+        runs = [json.loads(line) for line in record.read_text().splitlines()]
+        assert len(runs) == 4 and all(r["checkpoint_id"] for r in runs[2:]), runs
+        _drop_checkpoints(srv, t1["id"], c1["id"], c2["id"])
+        created = _responses_of(srv, user["x-agent-user-id"])
+        for link, param in (
+            ({"previous_response_id": t1["id"]}, "previous_response_id"),
+            ({"conversation": conv}, "conversation"),
+        ):
+            for mode in ({}, {"stream": True}, {"background": True}):
+                r = _post(c, {**link, **mode, "input": "3 delay=0"}, **user)
+                err = assert_error_shape(r, 409)
+                assert err["code"] == "checkpoint_not_found" and err["param"] == param, (link, mode, err)
+                assert "cannot be continued" in err["message"], err
+        # Nothing ran: no call of the app's run(), no response created.
+        assert len(record.read_text().splitlines()) == len(runs)
+        assert _responses_of(srv, user["x-agent-user-id"]) == created
+
+
+def test_a_reply_to_a_pause_whose_checkpoint_is_gone_is_refused_and_answers_nothing(
+    shared_servers: Any,
+) -> None:
+    """The same for a paused workflow: the reply is refused (409 `checkpoint_not_found`), the
+    pending request stays pending, and nothing is created or restarted."""
+    srv: InProcessServer = shared_servers(APPROVAL)
+    user = {"x-agent-user-id": f"u-{uuid.uuid4().hex[:8]}"}
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        paused = _ok(c, {"input": "deploy"}, **user)
+        (call_id,) = _calls(paused)
+        _drop_checkpoints(srv, paused["id"])
+        created = _responses_of(srv, user["x-agent-user-id"])
+        for mode in ({}, {"stream": True}, {"background": True}):
+            r = _post(
+                c, {"previous_response_id": paused["id"], "input": [_reply(call_id, "yes")], **mode}, **user
+            )
+            err = assert_error_shape(r, 409)
+            assert err["code"] == "checkpoint_not_found" and err["param"] == "previous_response_id", err
+        assert _responses_of(srv, user["x-agent-user-id"]) == created
+        status = db.scalar(
+            srv.database_url,
+            f"SELECT status FROM pending_requests WHERE response_id = {db.quote(paused['id'])} "
+            f"AND call_id = {db.quote(call_id)}",
+        )
+        assert status == "pending"

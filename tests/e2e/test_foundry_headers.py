@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 
 
-def test_foundry_call_id_reaches_the_run_and_ids_are_echoed(database_url: str, server_factory: Any) -> None:
-    srv = server_factory(database_url, "tests.apps.workflows:context_echo").start()
+def test_foundry_call_id_reaches_the_run_and_ids_are_echoed(shared_servers: Any) -> None:
+    srv = shared_servers("tests.apps.workflows:context_echo")
     headers = {
         "x-agent-user-id": "user-7",
         "x-agent-foundry-call-id": "call-123",

@@ -11,42 +11,42 @@ executor never waits on, so a handler that yields many outputs without awaiting 
 showed its first output only after it returned (the bench's 1000-output superstep: ~25 ms on
 a slow machine, all of it the framework running the handler). Live streams now take each
 event as it is made (`_af_private.pace_events`).
+
+In-process servers (shared per module, one per dialect and app): the client reads in the
+test's thread while the server runs in its own, so the client sharing the interpreter only
+makes the server's job harder.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess
+from tests.support.inprocess import InProcessServer
+from tests.support.sse import TERMINAL_EVENT_TYPES, iter_frames
 
 APP = "tests.apps.workflows:burst_then_marker"
 OUTPUTS = 1000
 
 
-def _stream_text(srv: ServerProcess, body: dict[str, Any]) -> tuple[float, list[str]]:
+def _stream_text(srv: InProcessServer, body: dict[str, Any]) -> tuple[float, list[str]]:
     """Stream a response to its end: when the client saw its first text delta, and every delta."""
     first_seen: float | None = None
     deltas: list[str] = []
     terminal = None
-    event = ""
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
         with c.stream("POST", "/responses", json=body) as r:
             assert r.status_code == 200
-            for line in r.iter_lines():
-                if line.startswith("event: "):
-                    event = line[len("event: ") :]
-                elif line.startswith("data: "):
-                    if event == "response.output_text.delta":
-                        if first_seen is None:
-                            first_seen = time.time()
-                        deltas.append(json.loads(line[len("data: ") :])["delta"])
-                    elif event in ("response.completed", "response.failed"):
-                        terminal = event
+            for frame in iter_frames(r.iter_lines()):
+                if frame.event == "response.output_text.delta":
+                    if first_seen is None:
+                        first_seen = time.time()
+                    deltas.append(frame.json["delta"])
+                elif frame.event in TERMINAL_EVENT_TYPES:
+                    terminal = frame.event
     assert terminal == "response.completed"
     assert first_seen is not None
     return first_seen, deltas
@@ -54,9 +54,9 @@ def _stream_text(srv: ServerProcess, body: dict[str, Any]) -> tuple[float, list[
 
 @pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
 def test_first_output_reaches_the_client_while_the_burst_is_mapped(
-    database_url: str, server_factory: Any, background: bool
+    shared_servers: Any, background: bool
 ) -> None:
-    srv: ServerProcess = server_factory(database_url, app=APP).start()
+    srv: InProcessServer = shared_servers(APP)
     body: dict[str, Any] = {"model": "m", "input": str(OUTPUTS), "stream": True}
     if background:
         body["background"] = True
@@ -75,9 +75,9 @@ def test_first_output_reaches_the_client_while_the_burst_is_mapped(
     "mode", ["foreground", "background", "store-false"], ids=["foreground", "background", "store-false"]
 )
 def test_first_output_reaches_the_client_before_the_executor_s_handler_returns(
-    database_url: str, server_factory: Any, mode: str
+    shared_servers: Any, mode: str
 ) -> None:
-    srv: ServerProcess = server_factory(database_url, app="tests.apps.workflows:busy_burst").start()
+    srv: InProcessServer = shared_servers("tests.apps.workflows:busy_burst")
     body: dict[str, Any] = {"model": "m", "input": "200", "stream": True}
     if mode == "background":
         body["background"] = True

@@ -1,7 +1,7 @@
 """End-to-end tests of the Responses HTTP API with the official openai client and raw httpx.
 
-Every test runs on SQLite and PostgreSQL (the `database_url` fixture) against a real server
-subprocess; each test starts one server.
+Every test runs on SQLite and PostgreSQL against this module's shared in-process servers (one
+per dialect and app: `shared_server`, `shared_servers`); every response a test makes is its own.
 """
 
 from __future__ import annotations
@@ -15,17 +15,14 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import ServerProcess
-from tests.e2e.helpers import assert_error_shape, parse_sse, sse_get, wait_status
 from tests.schema_validator import validate_event, validate_response
+from tests.support.inprocess import InProcessServer
+from tests.support.responses import assert_error_shape, dump, sse_get, wait_status
+from tests.support.sse import parse_sse
 
 ECHO_AGENT = "server.examples.echo_agent:echo_agent"
 COUNTDOWN = "server.examples.countdown:countdown"
 APPROVAL = "server.examples.approval:approval"
-
-
-def dump(model: Any) -> dict[str, Any]:
-    return model.model_dump(mode="json", exclude_unset=True)
 
 
 def check_events(events: list[Any]) -> list[dict[str, Any]]:
@@ -47,7 +44,8 @@ def item_text(item: dict[str, Any]) -> str:
 # -- create / stream / background -------------------------------------------------------
 
 
-def test_create_modes_and_replay(server: ServerProcess) -> None:
+def test_create_modes_and_replay(shared_server: InProcessServer) -> None:
+    server = shared_server
     client = server.client()
 
     # Plain JSON.
@@ -106,10 +104,10 @@ def test_create_modes_and_replay(server: ServerProcess) -> None:
     frames = sse_get(server.base_url, f"/responses/{final.id}", params={"stream": "true"})
     assert len(frames) == len(full)
     for i, f in enumerate(frames):
-        assert set(f) >= {"event", "id", "data"}
-        assert f["event"] == f["json"]["type"]
-        assert int(f["id"]) == f["json"]["sequence_number"] == i
-        validate_event(f["json"])
+        assert f.event is not None and f.id is not None and f.data
+        assert f.event == f.json["type"]
+        assert int(f.id) == f.json["sequence_number"] == i
+        validate_event(f.json)
     with httpx.Client(base_url=server.base_url, timeout=30) as c:
         raw = c.get(f"/responses/{final.id}?stream=true").text
     for block in [b for b in raw.replace("\r\n", "\n").split("\n\n") if b.strip() and not b.startswith(":")]:
@@ -120,17 +118,18 @@ def test_create_modes_and_replay(server: ServerProcess) -> None:
     after_header = sse_get(
         server.base_url, f"/responses/{final.id}", params={"stream": "true"}, headers={"Last-Event-ID": "4"}
     )
-    assert [int(f["id"]) for f in after_header] == list(range(5, len(full)))
+    assert [int(f.id) for f in after_header] == list(range(5, len(full)))
     # Foreground POST stream frames (raw) have the same shape.
     with httpx.Client(base_url=server.base_url, timeout=30) as c:
         resp = c.post("/responses", json={"model": "echo", "input": "raw post", "stream": True})
         assert resp.status_code == 200
         post_frames = parse_sse(resp.text)
-    assert [int(f["id"]) for f in post_frames] == list(range(len(post_frames)))
-    assert all(f["event"] == f["json"]["type"] for f in post_frames)
+    assert [int(f.id) for f in post_frames] == list(range(len(post_frames)))
+    assert all(f.event == f.json["type"] for f in post_frames)
 
 
-def test_v1_prefix_health_and_delete(server: ServerProcess) -> None:
+def test_v1_prefix_health_and_delete(shared_server: InProcessServer) -> None:
+    server = shared_server
     v1 = openai.OpenAI(base_url=server.base_url + "/v1", api_key="test-key", max_retries=0, timeout=60)
     r = v1.responses.create(model="echo", input="via v1")
     assert r.output_text == "via v1"
@@ -162,10 +161,8 @@ def test_v1_prefix_health_and_delete(server: ServerProcess) -> None:
 # -- cancel -------------------------------------------------------------------------------
 
 
-def test_cancel_running_background(
-    request: pytest.FixtureRequest, database_url: str, server_factory: Any
-) -> None:
-    srv: ServerProcess = server_factory(database_url, COUNTDOWN).start()
+def test_cancel_running_background(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(COUNTDOWN)
     client = srv.client()
     for _ in range(4):
         bg = client.responses.create(model="c", input="30 delay=0.2", background=True)
@@ -181,11 +178,14 @@ def test_cancel_running_background(
         assert client.responses.retrieve(bg.id).status == "cancelled"
         # The stored stream ends with a cancelled terminal event.
         evs = check_events(list(client.responses.retrieve(bg.id, stream=True)))
-        assert evs[-1]["type"] == "response.cancelled" or evs[-1]["response"]["status"] == "cancelled"
+        # A cancelled response ends with `response.failed` carrying status `cancelled` (there is
+        # no `response.cancelled` event in the protocol).
+        assert evs[-1]["type"] == "response.failed" and evs[-1]["response"]["status"] == "cancelled", evs[-1]
+        assert [e["type"] for e in evs].count("response.failed") == 1
 
 
-def test_cancel(database_url: str, server_factory: Any) -> None:
-    srv: ServerProcess = server_factory(database_url, COUNTDOWN).start()
+def test_cancel(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(COUNTDOWN)
     client = srv.client()
     # Not background -> 400.
     fg = client.responses.create(model="c", input="1 delay=0.01")
@@ -215,7 +215,7 @@ def test_cancel(database_url: str, server_factory: Any) -> None:
                 buf += chunk
                 frames = parse_sse(buf.rsplit("\n\n", 1)[0]) if "\n\n" in buf else []
                 if frames and rid is None:
-                    rid = frames[0]["json"]["response"]["id"]
+                    rid = frames[0].json["response"]["id"]
                 if len(frames) >= 5:
                     break
     assert rid is not None
@@ -227,7 +227,8 @@ def test_cancel(database_url: str, server_factory: Any) -> None:
 # -- input items ---------------------------------------------------------------------------
 
 
-def test_input_items_paging(server: ServerProcess) -> None:
+def test_input_items_paging(shared_server: InProcessServer) -> None:
+    server = shared_server
     client = server.client()
     items = [{"type": "message", "role": "user", "content": f"m{i}"} for i in range(150)]
     r = client.responses.create(model="echo", input=items)  # type: ignore[arg-type]
@@ -274,8 +275,8 @@ def test_input_items_paging(server: ServerProcess) -> None:
 # -- multi-turn, tools ------------------------------------------------------------------------
 
 
-def test_echo_agent_multi_turn_and_tools(database_url: str, server_factory: Any) -> None:
-    srv: ServerProcess = server_factory(database_url, ECHO_AGENT).start()
+def test_echo_agent_multi_turn_and_tools(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(ECHO_AGENT)
     client = srv.client()
     t1 = client.responses.create(model="a", input="hello")
     assert t1.output_text == "echo: hello (turn 1)"
@@ -317,8 +318,8 @@ def test_echo_agent_multi_turn_and_tools(database_url: str, server_factory: Any)
 # -- approval workflow -----------------------------------------------------------------------
 
 
-def test_approval_workflow(database_url: str, server_factory: Any) -> None:
-    srv: ServerProcess = server_factory(database_url, APPROVAL).start()
+def test_approval_workflow(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(APPROVAL)
     client = srv.client()
     t1 = client.responses.create(model="w", input="deploy to prod")
     validate_response(dump(t1))
@@ -368,7 +369,8 @@ def test_approval_workflow(database_url: str, server_factory: Any) -> None:
 # -- store=false, idempotency ---------------------------------------------------------------
 
 
-def test_store_false_and_idempotency(server: ServerProcess) -> None:
+def test_store_false_and_idempotency(shared_server: InProcessServer) -> None:
+    server = shared_server
     client = server.client()
     r = client.responses.create(model="echo", input="not stored", store=False)
     assert r.output_text == "not stored"
@@ -396,8 +398,8 @@ def test_store_false_and_idempotency(server: ServerProcess) -> None:
         items = c.get(f"/responses/{rid}/input_items").json()
         assert len(items["data"]) == 1
         events = sse_get(server.base_url, f"/responses/{rid}", params={"stream": "true"})
-        assert sum(1 for e in events if e["event"] == "response.created") == 1
-        assert sum(1 for e in events if e["event"] == "response.completed") == 1
+        assert sum(1 for e in events if e.event == "response.created") == 1
+        assert sum(1 for e in events if e.event == "response.completed") == 1
         diff = c.post(
             "/responses", json={"model": "echo", "input": "other body"}, headers={"x-agent-response-id": rid}
         )
@@ -412,12 +414,13 @@ def test_store_false_and_idempotency(server: ServerProcess) -> None:
         client.responses.create(model="echo", input="changed", extra_headers={"x-agent-response-id": rid2})
 
 
-def test_sse_json_roundtrip_matches_retrieve(server: ServerProcess) -> None:
+def test_sse_json_roundtrip_matches_retrieve(shared_server: InProcessServer) -> None:
+    server = shared_server
     """The terminal event's response equals what retrieve returns afterwards."""
     with httpx.Client(base_url=server.base_url, timeout=30) as c:
         resp = c.post("/responses", json={"model": "echo", "input": "x y z", "stream": True})
         frames = parse_sse(resp.text)
-        last = frames[-1]["json"]
+        last = frames[-1].json
         assert last["type"] == "response.completed"
         got = c.get(f"/responses/{last['response']['id']}").json()
     validate_response(got)

@@ -1,21 +1,43 @@
-"""A real server in a subprocess (`python -m server serve` on a free loopback port), for tests
+"""A real server in a subprocess (`durable-responses serve` on a free loopback port), for tests
 that must `kill -9` it, SIGTERM it, or start another on the same database.
+
+Start-up is most of a crash test's cost (~3 s on this machine, 2 s of it importing the
+framework), so a server normally starts from a *spare*: a Python process spawned ahead of
+time that has imported the server's modules and waits for its command line on stdin. It then
+sets the test's environment and working directory and calls `server.cli.main(argv)`, the
+function `python -m server` calls: the same `serve` from argument parsing on (settings, app
+loading, migration, uvicorn, signal handling), in a process of its own that `kill -9` ends
+like any other. The app module (`--app`) is imported by `serve` itself, after the command
+line arrived. `ServerProcess(..., cold=True)` runs `python -m server serve` instead, for
+tests of the command itself. Only the test suite turns spares on (`keep_spares`).
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+# What every test server runs with unless the test says otherwise: short leases and sweeps so
+# recovery and shutdown take fractions of a second (`inprocess.TEST_ENV` is the same).
+TEST_ENV: dict[str, str] = {
+    "DURABLE_RESPONSES_LEASE_SECONDS": "2",
+    "DURABLE_RESPONSES_RECOVERY_INTERVAL": "0.5",
+    "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
+}
 
 
 def free_port() -> int:
@@ -24,7 +46,92 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-RUNNING: list[ServerProcess] = []
+RUNNING: list[Any] = []  # every server (subprocess or in-process) not yet stopped
+
+
+# region spares
+
+_SPARE = """
+import json, os, sys
+import uvicorn, uvloop, httptools  # what `serve` imports on its way to listening
+import agent_framework
+import server.cli, server.service, server.http.app, server.runtime.host
+line = sys.stdin.readline()
+if not line:
+    sys.exit(0)
+cfg = json.loads(line)
+log = os.open(cfg["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+os.dup2(log, 1)
+os.dup2(log, 2)
+os.close(log)
+os.environ.clear()
+os.environ.update(cfg["env"])
+os.chdir(cfg["cwd"])
+sys.argv = ["durable-responses", *cfg["argv"]]
+server.cli.main(cfg["argv"])
+"""
+
+_spares: list[subprocess.Popen[bytes]] = []
+_spares_lock = threading.Lock()
+# Spares kept warm; 0 (the default outside the test suite: a benchmark's restart figure must
+# include the interpreter's start) starts every server the ordinary way. The test suite's
+# conftest sets it (DURABLE_RESPONSES_TEST_SPARES, default 1).
+SPARES = 0
+
+
+def keep_spares(n: int) -> None:
+    global SPARES
+    SPARES = n
+
+
+def _spawn_spare() -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", _SPARE],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _take_spare() -> subprocess.Popen[bytes] | None:
+    """A warm spare (spawning its replacement), or None when spares are off."""
+    if SPARES <= 0:
+        return None
+    with _spares_lock:
+        spare = None
+        while _spares:
+            candidate = _spares.pop(0)
+            if candidate.poll() is None:
+                spare = candidate
+                break
+        while len(_spares) < SPARES:
+            _spares.append(_spawn_spare())
+    return spare if spare is not None else _spawn_spare()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """Servers a failed fixture never got to stop die with the test process (they would hold
+    database connections, and the machine's PostgreSQL is shared)."""
+    for srv in list(RUNNING):
+        if isinstance(srv, ServerProcess):
+            srv.kill()
+
+
+@atexit.register
+def _drop_spares() -> None:
+    with _spares_lock:
+        for spare in _spares:
+            if spare.poll() is None:
+                spare.kill()
+                spare.wait(10)
+        _spares.clear()
+
+
+# endregion
 
 
 class ServerProcess:
@@ -38,6 +145,7 @@ class ServerProcess:
         delivery: str = "live",
         port: int | None = None,
         log_level: str = "warning",
+        cold: bool = False,
     ) -> None:
         self.log_level = log_level
         self.database_url = database_url
@@ -46,6 +154,7 @@ class ServerProcess:
         self.env = env or {}
         self.delivery = delivery
         self.port = port or free_port()
+        self.cold = cold
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"server-{self.port}-{uuid.uuid4().hex[:6]}.log"
 
@@ -53,22 +162,8 @@ class ServerProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60) -> ServerProcess:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env.update(
-            {
-                "PYTHONPATH": str(ROOT),
-                "DURABLE_RESPONSES_LEASE_SECONDS": "2",
-                "DURABLE_RESPONSES_RECOVERY_INTERVAL": "0.5",
-                "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
-            }
-        )
-        env.update(self.env)
-        cmd = [
-            sys.executable,
-            "-m",
-            "server",
+    def _argv(self) -> list[str]:
+        argv = [
             "serve",
             "--port",
             str(self.port),
@@ -80,23 +175,48 @@ class ServerProcess:
             self.log_level,
         ]
         if self.app:
-            cmd += ["--app", self.app]
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+            argv += ["--app", self.app]
+        return argv
+
+    def start(self, timeout: float = 60) -> ServerProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **TEST_ENV, **self.env}
+        spare = None if self.cold else _take_spare()
+        if spare is None:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "server", *self._argv()],
+                    cwd=self.workdir,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+        else:
+            config = {"argv": self._argv(), "env": env, "cwd": str(self.workdir), "log": str(self.log_path)}
+            assert spare.stdin is not None
+            spare.stdin.write(json.dumps(config).encode() + b"\n")
+            spare.stdin.close()
+            self.proc = spare
         RUNNING.append(self)
         deadline = time.monotonic() + timeout
         # One client for the whole wait: a new one per poll builds a TLS context (~15 ms of CPU)
-        # ten times a second, CPU the starting server needs (three replicas starting at once).
+        # at every poll, CPU the starting server needs (three replicas starting at once).
         with httpx.Client(timeout=1) as http:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
+                    if spare is not None and not self.log():
+                        # The spare died before it read its command line (it logs nothing
+                        # before): start this one the ordinary way, so the error is in the log.
+                        RUNNING.remove(self)
+                        self.cold = True
+                        return self.start(timeout)
                     raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
                 try:
                     if http.get(self.base_url + "/readiness").status_code == 200:
                         return self
                 except httpx.HTTPError:
                     pass
-                time.sleep(0.1)
+                time.sleep(0.03)
         raise RuntimeError(f"server did not become ready:\n{self.log()}")
 
     def log(self) -> str:
@@ -113,11 +233,15 @@ class ServerProcess:
         if self in RUNNING:
             RUNNING.remove(self)
 
+    stop = kill  # what a fixture's teardown calls on any server
+
     def terminate(self, timeout: float = 20) -> int:
         assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout)
+        if self in RUNNING:
+            RUNNING.remove(self)
         return int(self.proc.returncode)
 
     def client(self, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -128,7 +252,12 @@ class ServerProcess:
         return OpenAI(base_url=self.base_url, api_key="test-key", **kwargs)  # type: ignore[arg-type]
 
 
-def kill_servers_on(database_url: str) -> None:
+def stop_servers_on(database_url: str) -> None:
+    """Stop every server (subprocess: kill -9; in-process: graceful) still using a database,
+    before the database is dropped."""
     for srv in list(RUNNING):
         if srv.database_url == database_url:
-            srv.kill()
+            srv.stop()
+
+
+kill_servers_on = stop_servers_on

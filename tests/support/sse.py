@@ -37,12 +37,6 @@ class Frame:
     data: str
     json: Any
 
-    def get(self, key: str, default: Any = None) -> Any:  # dict-like access for older tests
-        return {"event": self.event, "id": self.id, "data": self.data, "json": self.json}.get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        return {"event": self.event, "id": self.id, "data": self.data, "json": self.json}[key]
-
 
 def _frame(lines: Iterable[str]) -> Frame | None:
     fields: dict[str, str] = {}
