@@ -1,15 +1,16 @@
 """The one module that touches private agent-framework names, and the restore fix that needs them.
 
-Job: make a ``WorkflowAgent`` resumable through its public ``run()``, (de)serialize checkpoints with the
-framework's own encoding, read pending requests out of checkpoints, and present ``request_info`` calls
-to clients without framework internals.
+Job: make a ``WorkflowAgent`` resumable through its public ``run()``, pace a workflow's events,
+(de)serialize checkpoints with the framework's own encoding, and convert a reply to a pending
+request the way the framework will (reading requests out of checkpoints needs no private name:
+``pending.py``).
 
 Invariant: no other module of the server imports a private agent-framework name. Everything here is
 pinned to agent-framework-core 1.23.0; ``check_compatibility()`` (called at host start-up) and
 ``tests/runtime/test_af_private.py`` fail loudly when the pinned version changes what this relies on.
 
-The upstream restore bug (#7677, seed 000, ``shared/reference/FACTS.md``)
--------------------------------------------------------------------------
+The framework's restore bug
+---------------------------
 ``WorkflowAgent._run_core`` (``_workflows/_agent.py``) restores a checkpoint by running
 ``workflow.run(checkpoint_id=...)`` and DISCARDING every event; without new input it then returns.
 So on a fresh instance ``agent.run(checkpoint_id=C)`` yields nothing even though the workflow drained
@@ -18,7 +19,7 @@ restored work's outputs are lost and only the new input's appear. It also omits
 ``function_invocation_kwargs`` / ``client_kwargs`` from the restore call. No public hook recovers
 those events (``WorkflowAgent`` never runs agent middleware, context providers see an empty response,
 there are no workflow event observers), and the host must go through the application's own
-``agent.run()`` (DESIGN invariant 3) so a subclass that overrides ``run()`` sees recovery.
+``agent.run()`` (never around it) so a subclass that overrides ``run()`` sees recovery.
 
 Private names used, and why
 ---------------------------
@@ -37,26 +38,9 @@ Private names used, and why
   base64 pickle + type name, restricted unpickler with an allow-list). Only ``register_checkpoint_type``
   is public in 1.23.0. The refused type's name is read from the restricted unpickler's message.
 
-Measured on 1.23.0 (``tests/runtime/test_af_private.py`` keeps these true)
--------------------------------------------------------------------------
-- A restored run (``checkpoint_id`` + ``checkpoint_storage``) DOES save a checkpoint after every
-  superstep it runs (the storage is installed as the run's runtime storage), chained to the restored
-  checkpoint via ``previous_checkpoint_id``. It writes no entry checkpoint before its first superstep.
-  Restoring a checkpoint with no queued messages (e.g. a pause checkpoint) still runs one empty
-  superstep and saves one checkpoint (pending requests unchanged). Answering a pause on a fresh
-  instance (restore + function results) therefore saves: that restore checkpoint, then one entry
-  checkpoint when the responses are delivered (before any executor runs), then one per superstep.
-  (FACTS.md's "a restore writes none" holds only for the entry checkpoint.)
-- ``function_invocation_kwargs`` / ``client_kwargs`` passed to a restore are accepted, but the restore
-  then imports the checkpoint's state, so the restored supersteps run with the kwargs the ORIGINAL run
-  stored in the checkpoint. The input phase (new message or responses) uses the ones passed.
-- Timing with ``agent.run(stream=True)``: the stream is pull-based. ``save(C_k)`` is called inside the
-  consumer's ``__anext__`` that follows the LAST update of superstep k, i.e. only after the host has
-  taken every update of superstep k, and before any update of superstep k+1 exists. This holds for
-  first runs and restored runs (through the mixin) alike. So a host ``save()`` may commit the
-  buffered outputs of superstep k together with C_k in one transaction. (Executors of superstep k
-  may finish before the host has taken its updates, which wait in the runner's event queue; only
-  the save and the start of superstep k+1 wait for the consumer.)
+What this relies on, measured on 1.23.0 (when a restored run saves checkpoints, which kwargs a
+restore uses, that ``save(C_k)`` runs only after the host took every update of superstep k) is written
+down and kept true in ``tests/runtime/test_af_private.py``.
 """
 
 from __future__ import annotations
@@ -70,7 +54,6 @@ from typing import Any
 
 from agent_framework import (
     CheckpointStorage,
-    Content,
     Message,
     ToolTypes,
     WorkflowAgent,
@@ -96,20 +79,13 @@ __all__ = [
     "RUN_CORE_PARAMETERS",
     "CheckpointTypeRefused",
     "check_compatibility",
-    "clean_request_info_arguments",
     "coerce_request_response",
     "decode_checkpoint",
     "decode_session",
     "encode_checkpoint",
     "encode_session",
-    "json_friendly",
     "make_restorable",
     "pace_events",
-    "pending_request_data",
-    "pending_request_ids",
-    "pending_request_payloads",
-    "pending_response_types",
-    "request_info_data",
 ]
 
 # What the mixin was written against (agent-framework-core 1.23.0).
@@ -332,6 +308,18 @@ class CheckpointTypeRefused(Exception):
 _BLOCKED_TYPE_RE = re.compile(r"blocked for (?:nested |non-type global )?(?:type )?'([^']+)'")
 
 
+def _decode_value(raw: Any, allowed_types: Iterable[str]) -> Any:
+    """``decode_checkpoint_value`` with the allow-list, a refused type raised as such."""
+    try:
+        return decode_checkpoint_value(raw, allowed_types=ALWAYS_ALLOWED_TYPES | frozenset(allowed_types))
+    except WorkflowCheckpointException as exc:
+        detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
+        match = _BLOCKED_TYPE_RE.search(detail)
+        if match:
+            raise CheckpointTypeRefused(match.group(1)) from exc
+        raise
+
+
 def encode_checkpoint(checkpoint: WorkflowCheckpoint) -> str:
     """Serialize a checkpoint to JSON text exactly as ``FileCheckpointStorage`` encodes it."""
     return json.dumps(
@@ -352,14 +340,7 @@ def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> Workfl
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkflowCheckpointException(f"Checkpoint is not valid JSON: {exc}") from exc
-    try:
-        decoded = decode_checkpoint_value(raw, allowed_types=ALWAYS_ALLOWED_TYPES | frozenset(allowed_types))
-    except WorkflowCheckpointException as exc:
-        detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
-        match = _BLOCKED_TYPE_RE.search(detail)
-        if match:
-            raise CheckpointTypeRefused(match.group(1)) from exc
-        raise
+    decoded = _decode_value(raw, allowed_types)
     if not isinstance(decoded, dict):
         raise WorkflowCheckpointException("Checkpoint text does not hold a checkpoint object.")
     return WorkflowCheckpoint.from_dict(decoded)
@@ -373,16 +354,7 @@ def encode_session(session: dict[str, Any]) -> str:
 
 def decode_session(text: str, *, allowed_types: Iterable[str] = ()) -> dict[str, Any]:
     """The session dict of ``encode_session`` text, refusing types off the allow-list."""
-    try:
-        decoded = decode_checkpoint_value(
-            json.loads(text), allowed_types=ALWAYS_ALLOWED_TYPES | frozenset(allowed_types)
-        )
-    except WorkflowCheckpointException as exc:
-        detail = " ".join(str(e) for e in (exc, exc.__cause__) if e is not None)
-        match = _BLOCKED_TYPE_RE.search(detail)
-        if match:
-            raise CheckpointTypeRefused(match.group(1)) from exc
-        raise
+    decoded = _decode_value(json.loads(text), allowed_types)
     if not isinstance(decoded, dict):
         raise WorkflowCheckpointException("Session text does not hold a session object.")
     return decoded
@@ -390,64 +362,7 @@ def decode_session(text: str, *, allowed_types: Iterable[str] = ()) -> dict[str,
 
 # endregion
 
-# region pending requests
-
-
-def json_friendly(value: Any) -> Any:
-    """A JSON-serializable rendering of request data: primitives, dicts and lists as is (recursively),
-    dataclasses and pydantic models as dicts, framework objects via ``to_dict()``, anything else ``str()``.
-    """
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): json_friendly(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_friendly(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return json_friendly(dataclasses.asdict(value))
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump) and not isinstance(value, type):
-        return json_friendly(model_dump(mode="json"))
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict) and not isinstance(value, type):
-        try:
-            return json_friendly(to_dict())
-        except Exception:  # a to_dict that fails is no reason to lose the request
-            return str(value)
-    return str(value)
-
-
-def pending_request_ids(checkpoint: WorkflowCheckpoint) -> list[str]:
-    """Ids of the ``request_info`` requests still pending in ``checkpoint``, in insertion order."""
-    return [str(event.request_id or key) for key, event in checkpoint.pending_request_info_events.items()]
-
-
-def pending_request_data(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
-    """Request id -> the live ``request_data`` of each pending request in ``checkpoint``."""
-    return {
-        str(event.request_id or key): event.data
-        for key, event in checkpoint.pending_request_info_events.items()
-    }
-
-
-def pending_request_payloads(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
-    """Request id -> JSON-friendly ``request_data`` of each pending request in ``checkpoint``."""
-    return {
-        str(event.request_id or key): json_friendly(event.data)
-        for key, event in checkpoint.pending_request_info_events.items()
-    }
-
-
-def pending_response_types(checkpoint: WorkflowCheckpoint) -> dict[str, Any]:
-    """Request id -> the ``response_type`` each pending request in ``checkpoint`` declared (or None)."""
-    types: dict[str, Any] = {}
-    for key, event in checkpoint.pending_request_info_events.items():
-        try:
-            response_type: Any = event.response_type
-        except RuntimeError:  # a malformed event without one: nothing to convert to
-            response_type = None
-        types[str(event.request_id or key)] = response_type
-    return types
+# region reply coercion
 
 
 def coerce_request_response(value: Any, response_type: Any) -> Any:
@@ -475,55 +390,6 @@ def coerce_request_response(value: Any, response_type: Any) -> Any:
         except Exception as exc:  # pydantic's ValidationError names the failing fields
             detail = " ".join(str(exc).split())
     raise TypeError(detail)
-
-
-def _request_info_parts(content: Content) -> tuple[str, Any]:
-    """``(request_id, data)`` of a ``request_info`` function call: ``WorkflowAgent`` wraps each pending
-    request as one, its arguments carrying the whole internal ``request_event`` (``data`` live)."""
-    arguments: Any = content.arguments
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            arguments = {}
-    args = arguments if isinstance(arguments, Mapping) else {}
-    event = args.get("request_event")
-    request_id = args.get("request_id") or content.call_id or ""
-    if isinstance(event, WorkflowEvent):
-        data: Any = event.data
-    elif isinstance(event, Mapping):
-        data = event.get("data")
-    else:
-        data = args.get("data")
-    return str(request_id), data
-
-
-def request_info_data(content: Content) -> Any:
-    """The request's own data (the live object) of a ``request_info`` function call content."""
-    return _request_info_parts(content)[1]
-
-
-def clean_request_info_arguments(content: Content) -> tuple[str, str, str]:
-    """``(call_id, name, arguments_json)`` for a function_call content, fit to show a client.
-
-    A ``request_info`` call carries the whole internal ``request_event``; its arguments become
-    ``{"request_id", "data"}`` only. Any other function call keeps its own arguments, rendered as a
-    JSON string.
-    """
-    if content.type != "function_call":
-        raise ValueError(f"Expected function_call content, got {content.type!r}.")
-    call_id = content.call_id or ""
-    name = content.name or ""
-    arguments: Any = content.arguments
-    if name == WorkflowAgent.REQUEST_INFO_FUNCTION_NAME:
-        request_id, data = _request_info_parts(content)
-        clean = {"request_id": request_id, "data": json_friendly(data)}
-        return call_id or request_id, name, json.dumps(clean, ensure_ascii=False)
-    if arguments is None:
-        return call_id, name, "{}"
-    if isinstance(arguments, str):
-        return call_id, name, arguments
-    return call_id, name, json.dumps(json_friendly(arguments), ensure_ascii=False)
 
 
 # endregion
@@ -574,7 +440,7 @@ def check_compatibility() -> None:
             "The installed agent-framework is not the one server/runtime/_af_private.py was written "
             "against (agent-framework-core 1.23.0): "
             + "; ".join(problems)
-            + ". Re-verify the restore bug (#7677) and update the module before running this host."
+            + ". Re-verify the restore bug (module docstring) and update the module before running this host."
         )
 
 

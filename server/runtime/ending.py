@@ -21,8 +21,9 @@ from ..protocol import events as ev
 from ..protocol.response import build_response
 from ..protocol.sse import dumps
 from ..store import ABANDONED_STATUSES, CheckpointRow, Finish, OutputItemRow, PendingRequestRow
-from ._af_private import encode_session, pending_request_payloads
+from ._af_private import encode_session
 from .pairing import Pairing
+from .pending import pending_request_payloads
 from .plan import RunSpec
 from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace

@@ -32,7 +32,7 @@ from agent_framework import AgentResponseUpdate, Content, Message
 
 from ..protocol import events as ev
 from ..protocol import ids, items
-from ._af_private import clean_request_info_arguments, json_friendly, request_info_data
+from .pending import clean_request_info_arguments, json_friendly, request_info_data
 from .requests import RequestKind, classify, shown_texts
 from .usage import StreamUsage
 

@@ -28,8 +28,8 @@ from agent_framework import Content, Message, WorkflowCheckpoint
 
 from ..protocol import errors
 from ..store import PendingRequestRow
-from ._af_private import pending_request_data, pending_response_types
 from .messages import ReplyTypeError, function_output_value, input_items_to_messages, type_name
+from .pending import pending_request_data, pending_response_types
 from .requests import RequestKind, classify, natural_answer
 
 __all__ = [

@@ -18,7 +18,7 @@ DEFAULT_APP = "server.examples.echo:echo"
 
 
 class Delivery(StrEnum):
-    """How a run's events reach clients (see DESIGN.md, delivery modes)."""
+    """How a run's events reach clients (README, "Guarantees": live and durable delivery)."""
 
     LIVE = "live"  # group-committed within milliseconds, relayed at once
     DURABLE = "durable"  # visible only once the superstep's checkpoint commits

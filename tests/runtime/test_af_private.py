@@ -1,7 +1,29 @@
-"""Tests for server.runtime._af_private: the restore fix, checkpoint encoding, pending requests.
+"""Tests for server.runtime._af_private and pending.py: the restore fix, checkpoint encoding, pending
+requests.
 
 These pin agent-framework-core 1.23.0 behaviour the host relies on; a failure after an upgrade means:
-re-verify the restore bug (#7677) and the measured facts in the module docstring, then update both.
+re-verify the restore bug (the module docstring) and the measured facts below, then update both.
+
+Measured on 1.23.0 (the tests below keep these true)
+----------------------------------------------------
+- A restored run (``checkpoint_id`` + ``checkpoint_storage``) DOES save a checkpoint after every
+  superstep it runs (the storage is installed as the run's runtime storage), chained to the restored
+  checkpoint via ``previous_checkpoint_id``. It writes no entry checkpoint before its first superstep.
+  Restoring a checkpoint with no queued messages (e.g. a pause checkpoint) still runs one empty
+  superstep and saves one checkpoint (pending requests unchanged). Answering a pause on a fresh
+  instance (restore + function results) therefore saves: that restore checkpoint, then one entry
+  checkpoint when the responses are delivered (before any executor runs), then one per superstep.
+  ("a restore writes no checkpoint" holds only for the entry checkpoint.)
+- ``function_invocation_kwargs`` / ``client_kwargs`` passed to a restore are accepted, but the restore
+  then imports the checkpoint's state, so the restored supersteps run with the kwargs the ORIGINAL run
+  stored in the checkpoint. The input phase (new message or responses) uses the ones passed.
+- Timing with ``agent.run(stream=True)``: the stream is pull-based. ``save(C_k)`` is called inside the
+  consumer's ``__anext__`` that follows the LAST update of superstep k, i.e. only after the host has
+  taken every update of superstep k, and before any update of superstep k+1 exists. This holds for
+  first runs and restored runs (through the mixin) alike. So a host ``save()`` may commit the
+  buffered outputs of superstep k together with C_k in one transaction. (Executors of superstep k
+  may finish before the host has taken its updates, which wait in the runner's event queue; only
+  the save and the start of superstep k+1 wait for the consumer.)
 """
 
 from __future__ import annotations
@@ -34,12 +56,14 @@ from server.runtime._af_private import (
     RUN_CORE_PARAMETERS,
     CheckpointTypeRefused,
     check_compatibility,
-    clean_request_info_arguments,
     coerce_request_response,
     decode_checkpoint,
     encode_checkpoint,
     make_restorable,
     pace_events,
+)
+from server.runtime.pending import (
+    clean_request_info_arguments,
     pending_request_ids,
     pending_request_payloads,
     pending_response_types,
@@ -119,7 +143,7 @@ def test_check_compatibility_fails_loudly_on_a_changed_run_core(monkeypatch: pyt
         yield None
 
     monkeypatch.setattr(WorkflowAgent, "_run_core", changed)
-    with pytest.raises(RuntimeError, match=r"_run_core parameters.*#7677"):
+    with pytest.raises(RuntimeError, match=r"_run_core parameters.*Re-verify the restore bug"):
         check_compatibility()
 
 
