@@ -145,6 +145,11 @@ def _answered_request_ids(messages: Sequence[Message]) -> set[str]:
     return answered
 
 
+async def _aiter(events: Iterable[WorkflowEvent]) -> AsyncIterable[WorkflowEvent]:
+    for event in events:
+        yield event
+
+
 class _RestoreForwardingMixin(WorkflowAgent):
     """Overrides ``WorkflowAgent._run_core`` so a restore's events reach the caller (see module doc)."""
 
@@ -172,28 +177,20 @@ class _RestoreForwardingMixin(WorkflowAgent):
                 )
             # Restoring re-emits every pending request; the ones this call answers are not news.
             answered = _answered_request_ids(input_messages)
+            restore: dict[str, Any] = {
+                "checkpoint_id": checkpoint_id,
+                "checkpoint_storage": checkpoint_storage,
+                "tools": tools,
+                "function_invocation_kwargs": function_invocation_kwargs,
+                "client_kwargs": client_kwargs,
+            }
             if streaming:
-                async for event in self.workflow.run(
-                    stream=True,
-                    checkpoint_id=checkpoint_id,
-                    checkpoint_storage=checkpoint_storage,
-                    tools=tools,
-                    function_invocation_kwargs=function_invocation_kwargs,
-                    client_kwargs=client_kwargs,
-                ):
-                    if not (event.type == "request_info" and event.request_id in answered):
-                        yield event
+                events: AsyncIterable[WorkflowEvent] = self.workflow.run(stream=True, **restore)
             else:
-                result = await self.workflow.run(
-                    checkpoint_id=checkpoint_id,
-                    checkpoint_storage=checkpoint_storage,
-                    tools=tools,
-                    function_invocation_kwargs=function_invocation_kwargs,
-                    client_kwargs=client_kwargs,
-                )
-                for event in result:
-                    if not (event.type == "request_info" and event.request_id in answered):
-                        yield event
+                events = _aiter(await self.workflow.run(**restore))
+            async for event in events:
+                if not (event.type == "request_info" and event.request_id in answered):
+                    yield event
             if not input_messages:
                 return
         # Input phase: the original delivers function results to pending requests or sends a new
