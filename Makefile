@@ -44,7 +44,7 @@ typecheck: $(TEST_STAMP)
 PYTEST_WORKERS ?= 2
 
 pytest: $(TEST_STAMP)
-	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
