@@ -2,11 +2,11 @@
 and whether retention keeps the database bounded. Ours only, SQLite (and PostgreSQL for bytes).
 
 1. Tracing off and on against the code without observability (a checkout of `--baseline-ref`,
-   default `main`'s merge base): three servers serving at once, requests alternating in
+   default the last commit before observability landed): three servers serving at once, requests alternating in
    balanced orders (Williams squares), so the machine's drift weighs on each alike. Figures:
    the 1000-output burst's total and first output, and the countdown's time per superstep
-   ((T(101) - T(1)) / 100 over pairs). Tracing on exports every span over OTLP/HTTP to a
-   receiver in this process that discards them (sampler always on).
+   ((T(101) - T(1)) / 100 over pairs), each also as the server's CPU time. Tracing on exports
+   every span over OTLP/HTTP to a receiver in this process that discards them (sampler always on).
 2. Bytes stored per response: N finished responses of each kind on a fresh database, its used
    bytes before and after (SQLite: pages in use after a WAL checkpoint; PostgreSQL: the tables'
    and indexes' relation sizes), divided by N.
@@ -34,12 +34,15 @@ from typing import Any
 import httpx
 
 from bench.config import ROOT
+from bench.cpu import ProcessCPU
 from bench.hosts import postgres
 from bench.hosts.ours import ours_server
 from bench.hosts.process import ServerProc, kill_leftovers
 from bench.stats import balanced_orders, median
 
 ENV = {"DURABLE_RESPONSES_LEASE_SECONDS": "15", "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3"}
+# The last commit before observability landed (the tracing comparison's "code without it").
+BASELINE_REF = "7486c09"
 BURST, STEPS = "bench.apps:burst", "bench.apps:steps"
 
 
@@ -140,7 +143,8 @@ def tracing_costs(work: Path, ref: str, rounds: int) -> dict[str, Any]:
                 s.cwd.mkdir(parents=True, exist_ok=True)
                 s.start()
             try:
-                out[key] = asyncio.run(_interleaved(key, [s.base_url for s in servers], rounds))
+                cpus = [ProcessCPU(s.proc.pid) for s in servers if s.proc is not None]
+                out[key] = asyncio.run(_interleaved(key, [s.base_url for s in servers], cpus, rounds))
             finally:
                 for s in servers:
                     s.stop()
@@ -154,6 +158,9 @@ def tracing_costs(work: Path, ref: str, rounds: int) -> dict[str, Any]:
             "burst_total_ms": median(burst[i]["total"]),
             "burst_first_output_ms": median(burst[i]["first"]),
             "countdown_ms_per_superstep": median(steps[i]["per_step"]),
+            # Server CPU (mean: a batch export lands in whichever request runs when it fires).
+            "burst_server_cpu_ms": sum(burst[i]["cpu"]) / len(burst[i]["cpu"]),
+            "countdown_server_cpu_ms_per_superstep": sum(steps[i]["cpu"]) / len(steps[i]["cpu"]),
         }
         for i, name in enumerate(names)
     }
@@ -164,11 +171,22 @@ def tracing_costs(work: Path, ref: str, rounds: int) -> dict[str, Any]:
     return {"rows": rows, "ratios": ratios, "otlp_requests": sink.requests, "rounds": rounds}
 
 
-async def _interleaved(key: str, bases: list[str], rounds: int) -> dict[int, dict[str, list[float]]]:
+async def _interleaved(
+    key: str, bases: list[str], cpus: list[ProcessCPU], rounds: int
+) -> dict[int, dict[str, list[float]]]:
+    """Wall times and the server's CPU per request. CPU time is what a loaded machine disturbs
+    least: other processes delay a request (its wall time) but do not run on its account."""
     clients = [httpx.AsyncClient(base_url=b, timeout=300) for b in bases]
     got: dict[int, dict[str, list[float]]] = {
-        i: {"total": [], "first": [], "per_step": []} for i in range(len(bases))
+        i: {"total": [], "first": [], "per_step": [], "cpu": []} for i in range(len(bases))
     }
+
+    async def timed(i: int, text: str) -> tuple[float, float, float]:
+        cpus[i].refresh()
+        c0 = cpus[i].seconds()
+        total, first = await stream(clients[i], text)
+        return total, first, (cpus[i].seconds() - c0) * 1000
+
     try:
         for c in clients:  # warm-up: connections, imports, the first supersteps
             for _ in range(3):
@@ -176,13 +194,15 @@ async def _interleaved(key: str, bases: list[str], rounds: int) -> dict[int, dic
         for order in balanced_orders(len(bases), rounds):
             for i in order:
                 if key == "burst":
-                    total, first = await stream(clients[i], "1000")
+                    total, first, cpu = await timed(i, "1000")
                     got[i]["total"].append(total)
                     got[i]["first"].append(first)
+                    got[i]["cpu"].append(cpu)
                 else:
-                    one, _ = await stream(clients[i], "1")
-                    many, _ = await stream(clients[i], "101")
+                    one, _, cpu_one = await timed(i, "1")
+                    many, _, cpu_many = await timed(i, "101")
                     got[i]["per_step"].append((many - one) / 100)
+                    got[i]["cpu"].append((cpu_many - cpu_one) / 100)
     finally:
         for c in clients:
             await c.aclose()
@@ -292,7 +312,7 @@ def steady_load(work: Path, seconds: float, retention: str) -> list[dict[str, fl
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench ops")
     ap.add_argument("--only", default="tracing,bytes,retention")
-    ap.add_argument("--baseline-ref", default="main")
+    ap.add_argument("--baseline-ref", default=BASELINE_REF)
     ap.add_argument("--rounds", type=int, default=12, help="balanced rounds of the tracing comparison")
     ap.add_argument("--responses", type=int, default=20, help="responses per bytes-per-response figure")
     ap.add_argument("--load-seconds", type=float, default=90)

@@ -60,6 +60,32 @@ _provider: TracerProvider | None = None
 _tracer: trace.Tracer | None = None
 
 
+class CachedTracers(TracerProvider):
+    """The SDK's provider, with `get_tracer` answered from a cache. agent-framework asks for its
+    tracer once per span; the SDK's `get_tracer` then builds a deprecated `InstrumentationInfo`
+    and edits the process's warning filters every time (py-spy, tracing on, a countdown: 5% of
+    the event loop's time in `get_tracer` alone)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._cached: dict[tuple[str, str | None, str | None], trace.Tracer] = {}
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> trace.Tracer:
+        key = (instrumenting_module_name, instrumenting_library_version, schema_url)
+        if attributes:  # attributes make another scope; rare, not cached
+            return super().get_tracer(*key, attributes)
+        found = self._cached.get(key)
+        if found is None:
+            found = self._cached[key] = super().get_tracer(*key)
+        return found
+
+
 def enabled() -> bool:
     """Whether this process exports traces (then the hooks make spans)."""
     return _enabled
@@ -181,7 +207,7 @@ def configure(settings: ObservabilitySettings) -> bool:
     exporters = settings.trace_exporters
     if _provider is not None or not exporters:
         return _enabled
-    provider = TracerProvider(sampler=sampler_for(settings), resource=resource(settings), id_generator=_Ids())
+    provider = CachedTracers(sampler=sampler_for(settings), resource=resource(settings), id_generator=_Ids())
     for kind in exporters:
         provider.add_span_processor(BatchSpanProcessor(_exporter(kind, settings)))
     trace.set_tracer_provider(provider)
