@@ -25,13 +25,23 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent_framework import AgentResponseUpdate, Content, Message
 
 from ..protocol import events as ev
 from ..protocol import ids, items
+from .open_items import (
+    APPROVAL,
+    FUNCTION_CALL,
+    FUNCTION_CALL_OUTPUT,
+    MESSAGE,
+    REASONING,
+    ClosedItem,
+    OpenItem,
+    request_message_id,
+)
 from .pending import clean_request_info_arguments, json_friendly, request_info_data
 from .requests import RequestKind, classify, shown_texts
 from .usage import StreamUsage
@@ -39,65 +49,6 @@ from .usage import StreamUsage
 log = logging.getLogger("durable_responses.mapping")
 
 Emit = Callable[[dict[str, Any]], None]
-
-MESSAGE = "message"
-FUNCTION_CALL = "function_call"
-FUNCTION_CALL_OUTPUT = "function_call_output"
-REASONING = "reasoning"
-APPROVAL = "mcp_approval_request"
-
-
-@dataclass
-class OpenItem:
-    output_index: int
-    item_id: str
-    kind: str
-    key: str
-    text_parts: list[str] = field(default_factory=list)
-    call_id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-    output: str = ""
-    server_label: str = ""
-
-    @property
-    def text(self) -> str:
-        return "".join(self.text_parts)
-
-    def final(self, status: str) -> dict[str, Any]:
-        if self.kind == MESSAGE:
-            return items.message_item(self.item_id, status=status, text=self.text)
-        if self.kind == FUNCTION_CALL_OUTPUT:
-            return items.function_call_output_item(
-                self.item_id, call_id=self.call_id, output=self.output, status=status
-            )
-        if self.kind == REASONING:
-            return items.reasoning_item(
-                self.item_id, status=status, summary=self.text if self.text_parts else None
-            )
-        if self.kind == APPROVAL:
-            return items.mcp_approval_request_item(
-                self.item_id,
-                name=self.name,
-                arguments="".join(self.arguments),
-                server_label=self.server_label,
-            )
-        return items.function_call_item(
-            self.item_id,
-            call_id=self.call_id,
-            name=self.name,
-            arguments="".join(self.arguments),
-            status=status,
-        )
-
-
-@dataclass
-class ClosedItem:
-    output_index: int
-    item_id: str
-    status: str
-    included: bool
-    item: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -397,9 +348,6 @@ class ItemMapper:
         return closed
 
 
-_KINDS = {MESSAGE, FUNCTION_CALL, FUNCTION_CALL_OUTPUT, REASONING, APPROVAL}
-
-
 def approval_calls(messages: Iterable[Message]) -> dict[str, tuple[str, str]]:
     """The calls the approval answers among `messages` decide (call id -> name, arguments)."""
     calls: dict[str, tuple[str, str]] = {}
@@ -417,56 +365,3 @@ def approval_calls(messages: Iterable[Message]) -> dict[str, tuple[str, str]]:
                 )
                 calls[call.call_id] = (call.name or "", arguments)
     return calls
-
-
-def request_message_id(request_id: str, n: int) -> str:
-    """The id of the n-th message a request shows (see the module docstring)."""
-    return ids.output_item_id(f"request:{request_id}", n, MESSAGE)
-
-
-def announced(output: Iterable[dict[str, Any]]) -> frozenset[str]:
-    """The requests stored output items already announced: request_info call ids, approval
-    request ids, the ids of messages requests showed."""
-    keys: set[str] = set()
-    for item in output:
-        if item.get("type") == FUNCTION_CALL:
-            keys.add(str(item.get("call_id")))
-        elif item.get("type") in (APPROVAL, MESSAGE):
-            keys.add(str(item.get("id")))
-    return frozenset(keys)
-
-
-def reopen_from_events(
-    response_id: str, rows: list[tuple[str, dict[str, Any]]]
-) -> tuple[list[OpenItem], int]:
-    """Rebuild the items a crash left open from the events committed since the last checkpoint.
-
-    Returns the open items and the highest output index announced in those events (-1 if none).
-    Recovery only reads the events after the newest checkpoint, so this is bounded by one superstep.
-    """
-    open_items: dict[int, OpenItem] = {}
-    highest = -1
-    for etype, data in rows:
-        if etype == ev.OUTPUT_ITEM_ADDED:
-            index = int(data["output_index"])
-            highest = max(highest, index)
-            item = data["item"]
-            kind = item.get("type") if item.get("type") in _KINDS else FUNCTION_CALL
-            oi = OpenItem(index, item["id"], kind, f"recovered:{index}")
-            oi.call_id, oi.name = item.get("call_id", ""), item.get("name", "")
-            oi.output = item.get("output", "") if isinstance(item.get("output"), str) else ""
-            oi.server_label = item.get("server_label", "")
-            if kind == APPROVAL:
-                oi.arguments.append(item.get("arguments", ""))
-            open_items[index] = oi
-        elif etype in (ev.OUTPUT_TEXT_DELTA, ev.REASONING_SUMMARY_TEXT_DELTA):
-            oi2 = open_items.get(int(data["output_index"]))
-            if oi2 is not None:
-                oi2.text_parts.append(data.get("delta", ""))
-        elif etype == ev.FUNCTION_CALL_ARGUMENTS_DELTA:
-            oi3 = open_items.get(int(data["output_index"]))
-            if oi3 is not None:
-                oi3.arguments.append(data.get("delta", ""))
-        elif etype == ev.OUTPUT_ITEM_DONE:
-            open_items.pop(int(data["output_index"]), None)
-    return sorted(open_items.values(), key=lambda i: i.output_index), highest

@@ -21,7 +21,8 @@ from agent_framework import InMemoryCheckpointStorage, WorkflowCheckpoint
 from ..protocol import events as ev
 from ..protocol.sse import dumps
 from ..store import CheckpointRow, EventRow, Finish, PendingRequestRow
-from .mapping import ClosedItem, ItemMapper
+from .mapping import ItemMapper
+from .open_items import ClosedItem
 from .pairing import Pairing
 from .sinks import Sink
 

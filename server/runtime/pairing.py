@@ -26,7 +26,8 @@ from agent_framework import WorkflowCheckpoint
 from ..observability import metrics
 from ..store import Store
 from .checkpoint_storage import SqlCheckpointStorage
-from .mapping import ClosedItem, ItemMapper
+from .mapping import ItemMapper
+from .open_items import ClosedItem
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace

@@ -38,7 +38,7 @@ from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .launcher import Launcher
 from .lives import Lives
-from .mapping import ClosedItem, announced, reopen_from_events
+from .open_items import ClosedItem, announced, reopen_from_events
 from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .settings import RuntimeSettings

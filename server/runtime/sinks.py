@@ -37,7 +37,7 @@ from ..store import (
     WebhookEvent,
     Write,
 )
-from .mapping import ClosedItem
+from .open_items import ClosedItem
 
 # Given a response's end, the webhook event to commit with it (None: none is sent).
 WebhookFor = Callable[[str, Finish], WebhookEvent | None]
