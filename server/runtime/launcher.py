@@ -113,7 +113,7 @@ class Launcher:
             sink=sink,
             driver=self._driver(spec, plan, sink, pairing, meter),
             ending=ending,
-            hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
+            hand_over=lambda: self._hand_over(spec.response_id),
             trace=trace,
         )
         run.on_finished.append(self._after_stored_run)
@@ -186,6 +186,17 @@ class Launcher:
         else:
             run.start()
         return run
+
+    async def _hand_over(self, response_id: str) -> None:
+        """A run stopped on a database error: release its lease (any replica may resume it at
+        once) and, whether or not the release got through, tell our own recovery, which
+        resumes it as soon as writes work (the lease, still ours if the release failed, fences
+        off everyone else meanwhile)."""
+        try:
+            await self._store.release_lease(response_id, self.owner)
+        except Exception as exc:
+            log.info("response %s: could not release its lease (%s); recovery here retries", response_id, exc)
+        self._registry.strand(response_id)
 
     def _after_stored_run(self, run: ResponseRun) -> None:
         if run.final_status in ("failed", "cancelled"):

@@ -23,8 +23,11 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import random
+import time
 from typing import Any
 
 from ..observability import metrics
@@ -36,6 +39,7 @@ from ..protocol.sse import dumps
 from ..store import Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
+from .faults import database_error
 from .launcher import Launcher
 from .lives import Lives
 from .mapping import ClosedItem, announced, reopen_from_events
@@ -46,6 +50,16 @@ from .sinks import SqlSink
 from .telemetry import NO_TRACE, RunTrace
 
 log = logging.getLogger("durable_responses.recovery")
+
+# Responses claimed per statement, and the pause between two claims of one sweep: a dead
+# replica's responses are shared among the survivors that sweep at the same time.
+CLAIM_BATCH = 2
+BATCH_PAUSE = (0.005, 0.025)
+# Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas).
+EXPIRY_JITTER = 0.05
+# After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
+RETRY_FIRST = 0.05
+RETRY_CAP = 0.5
 
 INTERRUPTED_FOREGROUND = (
     "The server stopped while this response was running. It was not a background response, so it "
@@ -72,28 +86,92 @@ class Recovery:
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
 
     async def loop(self) -> None:
+        """Sweep now, then when the next lease expires (plus a little jitter, so that replicas
+        do not all claim at the same instant), at the latest every `recovery_interval`; at
+        once when a run of ours stops on a database error; after a failure, again with a
+        short backoff (the database may be back any moment: resume then, not a lease later;
+        but a full disk is not hammered either)."""
+        backoff = RETRY_FIRST
+        wait = 0.0
         while True:
+            strand_wakes = True
             try:
                 await self.sweep()
-            except Exception:
-                log.exception("recovery sweep failed")
-            await asyncio.sleep(self._settings.recovery_interval)
+                backoff = RETRY_FIRST
+                wait = await self._until_next_expiry()
+                if self._registry.stranded:  # some could not be claimed yet
+                    wait = min(wait, backoff)
+            except Exception as exc:
+                if database_error(exc) is None:
+                    log.exception("recovery sweep failed")
+                # (A database that cannot be used is in the store's health log, once.)
+                wait, backoff = backoff, min(backoff * 2, self._retry_cap)
+                strand_wakes = False  # more runs stopping on the same outage change nothing
+            await self._sleep(wait, strand_wakes)
+
+    @property
+    def _retry_cap(self) -> float:
+        return min(RETRY_CAP, self._settings.recovery_interval)
+
+    async def _until_next_expiry(self) -> float:
+        interval = self._settings.recovery_interval
+        expiry = await self._store.next_lease_expiry(self._launcher.owner)
+        if expiry is None:
+            return interval
+        return min(interval, max(0.0, expiry - time.time()) + random.uniform(0.0, EXPIRY_JITTER))
+
+    async def _sleep(self, seconds: float, strand_wakes: bool) -> None:
+        """Sleep `seconds`; with `strand_wakes`, a run of ours stopping on a database error
+        (meanwhile, or during the sweep just done) ends the sleep."""
+        stranded = self._registry.stranded_added
+        if strand_wakes and stranded.is_set():
+            stranded.clear()
+            return
+        stranded.clear()
+        if not strand_wakes:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stranded.wait(), seconds)
+        stranded.clear()
 
     async def sweep(self) -> int:
-        """Claim and resume every expired response (in batches); returns how many."""
+        """Claim and resume expired responses, and our own stranded ones, in small batches;
+        returns how many. Raises the database's unavailability (the loop retries soon).
+
+        Small batches with a pause between them share a dead replica's responses among the
+        survivors (each claims a few, pauses, claims again: `FOR UPDATE SKIP LOCKED` gives
+        each batch to one of them) instead of the first to sweep taking them all."""
         total = 0
-        while self._registry.accepting:
-            rows = await self._store.claim_expired(self._launcher.owner, limit=50)
+        registry = self._registry
+        own = {rid for rid in registry.stranded if registry.get(rid) is None}
+        while registry.accepting:
+            rows = await self._store.claim_expired(self._launcher.owner, limit=CLAIM_BATCH, own=own)
             if not rows:
+                # What is left of `own` is no longer ours to resume (ended, or taken over).
+                registry.stranded.difference_update(own)
                 break
             metrics.TAKEOVERS.inc(len(rows))
-            for row in rows:
+            for i, row in enumerate(rows):
+                own.discard(row.id)
+                registry.stranded.discard(row.id)
                 try:
                     await self.resume(row)
                     total += 1
-                except Exception:
-                    log.exception("could not recover response %s", row.id)
+                except Exception as exc:
+                    if database_error(exc) is None:
+                        log.exception("could not recover response %s", row.id)
+                        continue
+                    # Still ours (we just claimed them): resumed once writes work.
+                    for rest in rows[i:]:
+                        registry.strand(rest.id)
+                    self.recovered += total
+                    raise
+            if len(rows) == CLAIM_BATCH:
+                await asyncio.sleep(random.uniform(*BATCH_PAUSE))
         self.recovered += total
+        if total:
+            log.info("recovery resumed %d responses", total)
         return total
 
     async def resume(self, row: ResponseRow) -> None:

@@ -26,6 +26,7 @@ from ..observability.logs import bind_response
 from ..store import LeaseLost
 from .drive import Driver
 from .ending import Ending, failure_error
+from .faults import database_error
 from .plan import RunSpec
 from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace
@@ -138,12 +139,14 @@ class ResponseRun:
             elif (stopping := self._stopping()) is not None:
                 # Stopped (cancel) while the framework turned the cancellation into its own error.
                 ending = self._end_after_stop(stopping)
-            elif failure is not None:
-                log.error(
-                    "response %s: could not commit (%s); stopping the run and leaving the response "
-                    "to recovery from its newest paired checkpoint",
+            elif failure is not None or database_error(exc) is not None:
+                # The database's health log says it is down, once; each run only notes it.
+                down = database_error(failure if failure is not None else exc)
+                (log.info if down is not None else log.error)(
+                    "response %s: could not commit or read (%s); stopping the run and leaving the "
+                    "response to recovery from its newest paired checkpoint",
                     self.response_id,
-                    failure,
+                    failure if failure is not None else exc,
                 )
                 await self._release()
             else:
@@ -165,7 +168,10 @@ class ResponseRun:
                     break  # inspected just below
             problem = "cancelled" if end_task.cancelled() else end_task.exception()
             if problem is not None:
-                log.error("response %s: could not record its end: %s", self.response_id, problem)
+                quiet = isinstance(problem, BaseException) and database_error(problem) is not None
+                (log.info if quiet else log.error)(
+                    "response %s: could not record its end: %s", self.response_id, problem
+                )
                 await self._release()
         self._finished()
 
@@ -182,12 +188,10 @@ class ResponseRun:
         return reason if reason is not None and reason.kind != StopKind.ABANDON else None
 
     async def _release(self) -> None:
-        try:
-            await self._hand_over()
-        except Exception:
-            log.warning(
-                "response %s: could not release its lease; it waits for the lease to expire", self.response_id
-            )
+        """Hand the response over to recovery (`hand_over` never raises: when the database
+        refuses even the release, this process still owns the lease and resumes the response
+        itself once writes work again)."""
+        await self._hand_over()
 
     async def _end_after_stop(self, reason: StopRun) -> None:
         if reason.kind == StopKind.CANCELLED:

@@ -35,6 +35,7 @@ from ._plan import split
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
 from .errors import DuplicateResponse, LeaseLost, StoreError, classify
+from .health import Op
 from .notify import Notifier
 from .records import Write
 from .stats import OutboxStats
@@ -289,6 +290,7 @@ class Outbox:
                 )
 
     def _succeed(self, writes: list[Write]) -> None:
+        self._db.health.succeeded(Op.WRITE)
         # Relays first: waking them before the writers' futures puts them ahead in the event
         # loop's queue, so what just committed goes out before a run resumes its burst.
         for w in writes:
@@ -301,15 +303,16 @@ class Outbox:
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
         if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
             exc = DuplicateResponse(writes[0].response_id)
-        if not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
-            unavailable = classify(exc)
-            if unavailable is not None:
-                log.error("outbox commit failed: %s", unavailable.log_text())
+        unavailable = classify(exc)
+        if unavailable is not None:
+            # One line per condition change (`health`), not one per failed write.
+            if unavailable is not exc:
                 metrics.database_error(unavailable.reason.value)
-                exc = unavailable
-            else:
-                log.error("outbox commit failed: %s", exc)
-                exc = StoreError(f"could not commit to the database: {exc}")
+            self._db.health.failed(unavailable, Op.WRITE)
+            exc = unavailable
+        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
+            log.error("outbox commit failed: %s", exc)
+            exc = StoreError(f"could not commit to the database: {exc}")
         self.stats.failed_writes += len(writes)
         for w in writes:
             if w.future is not None and not w.future.done():
