@@ -36,7 +36,7 @@ from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
 from ..protocol.sse import dumps
-from ..store import Finish, ResponseRow, Store
+from ..store import DatabaseUnavailable, Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .faults import database_error
@@ -53,13 +53,45 @@ log = logging.getLogger("durable_responses.recovery")
 
 # Responses claimed per statement, and the pause between two claims of one sweep: a dead
 # replica's responses are shared among the survivors that sweep at the same time.
-CLAIM_BATCH = 2
-BATCH_PAUSE = (0.005, 0.025)
-# Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas).
-EXPIRY_JITTER = 0.05
+# One at a time with a pause between claims while other replicas may be claiming too (the
+# first FAIR_WINDOW seconds of a sweep, and for good once another one is seen claiming), so
+# that the survivors alternate; alone, batches double (up to MAX_BATCH) without pauses.
+FAIR_WINDOW = 0.2
+BATCH_PAUSE = (0.01, 0.03)
+MAX_BATCH = 16
+# Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas,
+# less than a pause: the first awake cannot take many batches before the others wake).
+EXPIRY_JITTER = 0.005
+# Claimed responses resumed at the same time by one sweep (each resume is a few reads).
+RESUME_CONCURRENCY = 8
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
 RETRY_FIRST = 0.05
 RETRY_CAP = 0.5
+
+
+class _Pace:
+    """How many to claim next, and how long to pause after a claim (see FAIR_WINDOW)."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._size = 1
+        self._left: int | None = None
+        self.contended = False
+
+    def batch(self) -> int:
+        return self._size
+
+    def claimed(self, claimed: int, left: int) -> float:
+        """After claiming `claimed`, `left` still wait: fewer than expected means another
+        replica claims too. Returns the pause before the next claim."""
+        if self._left is not None and left < self._left - claimed:
+            self.contended = True
+        self._left = left
+        if self.contended or time.monotonic() - self._started < FAIR_WINDOW:
+            return random.uniform(*BATCH_PAUSE)
+        self._size = min(self._size * 2, MAX_BATCH)
+        return 0.0
+
 
 INTERRUPTED_FOREGROUND = (
     "The server stopped while this response was running. It was not a background response, so it "
@@ -136,58 +168,86 @@ class Recovery:
         stranded.clear()
 
     async def sweep(self) -> int:
-        """Claim and resume expired responses, and our own stranded ones, in small batches;
-        returns how many. Raises the database's unavailability (the loop retries soon).
+        """Claim and resume expired responses, and our own stranded ones; returns how many.
+        Raises the database's unavailability (the loop retries soon).
 
-        Small batches with a pause between them share a dead replica's responses among the
-        survivors (each claims a few, pauses, claims again: `FOR UPDATE SKIP LOCKED` gives
-        each batch to one of them) instead of the first to sweep taking them all."""
-        total = 0
+        Claims come in small batches with a pause between them, so that the survivors of a
+        dead replica share its responses (each claims a few, pauses, claims again: `FOR UPDATE
+        SKIP LOCKED` gives each batch to one of them) instead of the first to sweep taking
+        them all. The claimed responses resume concurrently (a few at a time): a survivor's
+        last takeover does not wait for all the others' reads."""
         registry = self._registry
         own = {rid for rid in registry.stranded if registry.get(rid) is None}
-        while registry.accepting:
-            rows = await self._store.claim_expired(self._launcher.owner, limit=CLAIM_BATCH, own=own)
-            if not rows:
-                # What is left of `own` is no longer ours to resume (ended, or taken over).
-                registry.stranded.difference_update(own)
-                break
-            metrics.TAKEOVERS.inc(len(rows))
-            for i, row in enumerate(rows):
-                own.discard(row.id)
-                registry.stranded.discard(row.id)
-                try:
-                    await self.resume(row)
-                    total += 1
-                except Exception as exc:
-                    if database_error(exc) is None:
-                        log.exception("could not recover response %s", row.id)
-                        continue
-                    # Still ours (we just claimed them): resumed once writes work.
-                    for rest in rows[i:]:
-                        registry.strand(rest.id)
-                    self.recovered += total
-                    raise
-            if len(rows) == CLAIM_BATCH:
-                await asyncio.sleep(random.uniform(*BATCH_PAUSE))
+        gate = asyncio.Semaphore(RESUME_CONCURRENCY)
+        tasks: list[asyncio.Task[DatabaseUnavailable | bool]] = []
+        pace = _Pace()
+        try:
+            while registry.accepting:
+                batch = pace.batch()
+                rows = await self._store.claim_expired(self._launcher.owner, limit=batch, own=own)
+                if not rows:
+                    # What is left of `own` is no longer ours to resume (ended, or taken over).
+                    registry.stranded.difference_update(own)
+                    break
+                metrics.TAKEOVERS.inc(len(rows))
+                for row in rows:
+                    own.discard(row.id)
+                    registry.stranded.discard(row.id)
+                    tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
+                if len(rows) < batch:
+                    break
+                pause = pace.claimed(len(rows), await self._store.count_expired())
+                if pause:
+                    await asyncio.sleep(pause)
+        finally:
+            outcomes = await asyncio.gather(*tasks)
+        total = sum(1 for o in outcomes if o is True)
         self.recovered += total
         if total:
             log.info("recovery resumed %d responses", total)
+        down = next((o for o in outcomes if isinstance(o, DatabaseUnavailable)), None)
+        if down is not None:
+            raise down
         return total
+
+    async def _resume_one(self, row: ResponseRow, gate: asyncio.Semaphore) -> DatabaseUnavailable | bool:
+        """Resume one claimed response: True, False (an error, logged), or the database's
+        unavailability (the response is ours: stranded, resumed once writes work)."""
+        async with gate:
+            try:
+                await self.resume(row)
+                return True
+            except Exception as exc:
+                down = database_error(exc)
+                if down is None:
+                    log.exception("could not recover response %s", row.id)
+                    return False
+                self._registry.strand(row.id)
+                return down
 
     async def resume(self, row: ResponseRow) -> None:
         store = self._store
+        began = time.monotonic()
         req = CreateRequest.from_json_dict(json.loads(row.request))
         store.outbox.forget(row.id)
         own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
         bind_response(row.id)
-        trace = await self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None)
-        recover = trace.child("durable_responses.recover", response_id=row.id)
         after = own_cp.event_seq if own_cp is not None else -1
-        raw = await store.read_events(row.id, after, limit=1_000_000)
+        # Independent reads (and the takeover's record) at once: one round trip's wait, not
+        # five, before the response resumes (the closed items below are never `included`,
+        # so the output read now is the output after their commit too).
+        trace, raw, max_index, max_seq, outputs = await asyncio.gather(
+            self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None),
+            store.read_events(row.id, after, limit=1_000_000),
+            store.max_output_index(row.id),
+            store.max_event_seq(row.id),
+            store.output_items(row.id),
+        )
+        recover = trace.child("durable_responses.recover", response_id=row.id)
         parsed: list[tuple[str, dict[str, Any]]] = [(e.type, json.loads(e.data)) for e in raw]
         open_items, highest = reopen_from_events(row.id, parsed)
-        next_index = max(await store.max_output_index(row.id), highest) + 1
-        start_seq = max(await store.max_event_seq(row.id), raw[-1].seq if raw else -1) + 1
+        next_index = max(max_index, highest) + 1
+        start_seq = max(max_seq, raw[-1].seq if raw else -1) + 1
         sink = self._launcher.sink(row.id, start_seq, row.delivery, background=row.background)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
@@ -219,15 +279,17 @@ class Recovery:
             )
             sink.emit(ev.response_in_progress(snapshot))
             status = "in_progress"
-        await sink.commit(closed, status=status)
+        if closed or status is not None:
+            await sink.commit(closed, status=status)
         plan = await self._plan(row, req, own_cp)
         # The usage the killed run's last committed write kept: the model calls of earlier lives.
         plan.prior_usage = row.usage
-        plan.announced = announced(json.loads(o.data) for o in await store.output_items(row.id))
+        plan.announced = announced(json.loads(o.data) for o in outputs)
         log.info(
-            "recovering response %s from %s",
+            "recovering response %s from %s (prepared in %.0f ms)",
             row.id,
             f"checkpoint {own_cp.checkpoint_id}" if own_cp else "its stored input",
+            (time.monotonic() - began) * 1000,
         )
         # The run task copies this context: the app sees whose response it resumes.
         set_request_context(RequestContext(user_id=row.user_id))

@@ -64,6 +64,18 @@ class Leases(StoreBase):
             rows = (await conn.execute(stmt)).all()
         return [response_row(r) for r in rows]
 
+    async def count_expired(self) -> int:
+        """How many active responses wait to be claimed (their lease expired, or none)."""
+        c = t.responses.c
+        q = select(func.count()).where(
+            and_(
+                c.status.in_(ACTIVE_STATUSES),
+                or_(c.lease_expires_at.is_(None), c.lease_expires_at < time.time()),
+            )
+        )
+        async with self._read() as conn:
+            return int((await conn.execute(q)).scalar() or 0)
+
     async def next_lease_expiry(self, owner: str) -> float | None:
         """When the next lease of an active response held by another owner expires (wall
         clock), if any: recovery sweeps then instead of polling."""

@@ -30,6 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..observability import metrics
 from ._engine import SQLITE, Database
+from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._plan import split
 from ._sqlite_writer import SqliteWriter
@@ -41,6 +42,9 @@ from .records import Write
 from .stats import OutboxStats
 
 log = logging.getLogger("durable_responses.outbox")
+
+# Times a group whose commit failed on its connection is looked up and retried whole.
+IN_DOUBT_RETRIES = 2
 
 
 class Outbox:
@@ -230,6 +234,10 @@ class Outbox:
         try:
             lost = await self._commit(writes, kind=kind)
         except Exception as exc:
+            if classify(exc) is not None:
+                writes = await self._in_doubt(writes, kind, failed)
+                if not writes:
+                    return failed
             if len(writes) == 1 and kind is WriteKind.GENERAL:
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
@@ -259,9 +267,16 @@ class Outbox:
                 else:
                     self._succeed([w])
             return failed
+        self._settle(writes, lost, failed)
+        return failed
+
+    def _settle(
+        self, writes: list[Write], lost: Fenced, failed: dict[tuple[str, str | None], BaseException]
+    ) -> None:
+        """A group committed: its writes succeed, but those fenced off (`lost`) fail."""
         if not lost:
             self._succeed(writes)
-            return failed
+            return
         self._succeed([w for w in writes if (w.response_id, w.owner) not in lost])
         for w in writes:
             if (w.response_id, w.owner) in lost:
@@ -269,7 +284,34 @@ class Outbox:
                 failed[(w.response_id, w.owner)] = fenced_off
                 self._fail([w], fenced_off)
                 self._poison(w, fenced_off)
-        return failed
+
+    async def _in_doubt(
+        self, writes: list[Write], kind: WriteKind, failed: dict[tuple[str, str | None], BaseException]
+    ) -> list[Write]:
+        """A group's commit failed on the connection: settle what can be told (`_in_doubt`
+        module); returns the writes left to retry one by one.
+
+        Committed after all (the reply was lost): those writes succeed, retrying them would
+        fail on their own rows. Not committed, and the database answers: the group again, at
+        once, on a new connection (a reset is not an outage: write by write over a slow
+        network would take seconds). Twice at most; otherwise, as before."""
+        for _ in range(IN_DOUBT_RETRIES):
+            found = await committed_anyway(self._db, writes)
+            if found is None:
+                return writes  # cannot tell (still unreachable): one by one, failing as it does
+            if found:
+                self._advance(self._check_continuity(found), set())
+                self._succeed(found)
+                return [w for w in writes if w not in found]
+            try:
+                lost = await self._commit(writes, kind=kind)
+            except Exception as exc:
+                if classify(exc) is None:
+                    return writes
+                continue
+            self._settle(writes, lost, failed)
+            return []
+        return writes
 
     def _fell_back(self, kind: WriteKind, cause: str, exc: BaseException | None) -> None:
         """Count a fallback from `kind`'s fast path; log it the first time for its cause."""
@@ -358,7 +400,11 @@ class Outbox:
         events = sum(len(w.events) for w in writes if not lost or (w.response_id, w.owner) not in lost)
         self.stats.committed(kind, len(writes), events)
         metrics.commit(kind.value, elapsed, len(writes), events)
-        lost_ids = {rid for rid, _owner in lost}
+        self._advance(advanced, {rid for rid, _owner in lost})
+        return lost
+
+    def _advance(self, advanced: dict[str, int | None], lost_ids: set[str]) -> None:
+        """Record the last committed event of each response (`_check_continuity`'s result)."""
         for rid, seq in advanced.items():
             if rid in lost_ids:
                 continue
@@ -366,7 +412,6 @@ class Outbox:
                 self._last_seq.pop(rid, None)
             else:
                 self._last_seq[rid] = seq
-        return lost
 
 
 def _writer_for(db: Database, lease_seconds: float) -> Writer:

@@ -22,7 +22,7 @@ import pytest
 from tests.support.pgserver import OwnPostgres
 from tests.support.proxy import Proxy
 
-from .checks import Issue15Gap, Scenario, fmt_s
+from .checks import Scenario, fmt_s
 from .conftest import Replicas
 from .flow import Load, Logs, check_disruption, conclude
 from .harness import AUTH, DbWatch, StreamClient, countdown_input
@@ -50,26 +50,7 @@ def _tagged(watch: DbWatch, tags: list[str]) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(
     "dialect",
-    [
-        pytest.param(
-            "sqlite",
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=Issue15Gap,
-                reason="issue 15: a restarted process on SQLite waits its predecessor's lease",
-            ),
-        ),
-        pytest.param(
-            "postgresql",
-            # Idempotency-Key holds here; what is left is timing: the sweep polls every 0.5 s, so
-            # resumption lands around 1 s after lease expiry, either side of the target.
-            marks=pytest.mark.xfail(
-                strict=False,
-                raises=Issue15Gap,
-                reason="issue 15: resumption after lease expiry is ~1 s, the target's edge",
-            ),
-        ),
-    ],
+    ["sqlite", "postgresql"],
 )
 def test_kill_during_creation_burst_with_idempotency_keys(
     dialect: str, request: pytest.FixtureRequest, replicas: Replicas, tmp_path: Path
