@@ -236,18 +236,25 @@ class Recovery:
         # Independent reads (and the takeover's record) at once: one round trip's wait, not
         # five, before the response resumes (the closed items below are never `included`,
         # so the output read now is the output after their commit too).
-        trace, raw, max_index, max_seq, outputs = await asyncio.gather(
-            self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None),
-            store.read_events(row.id, after, limit=1_000_000),
-            store.max_output_index(row.id),
-            store.max_event_seq(row.id),
-            store.output_items(row.id),
+        begin = asyncio.ensure_future(
+            self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None)
         )
+        events = asyncio.ensure_future(store.read_events(row.id, after, limit=1_000_000))
+        max_index = asyncio.ensure_future(store.max_output_index(row.id))
+        max_seq = asyncio.ensure_future(store.max_event_seq(row.id))
+        outputs = asyncio.ensure_future(store.output_items(row.id))
+        reads: list[asyncio.Future[Any]] = [begin, events, max_index, max_seq, outputs]
+        await asyncio.wait(reads)
+        # Every error retrieved (the first one raised): none left for asyncio to report.
+        errors = [e for e in (f.exception() for f in reads) if e is not None]
+        if errors:
+            raise errors[0]
+        trace, raw = begin.result(), events.result()
         recover = trace.child("durable_responses.recover", response_id=row.id)
         parsed: list[tuple[str, dict[str, Any]]] = [(e.type, json.loads(e.data)) for e in raw]
         open_items, highest = reopen_from_events(row.id, parsed)
-        next_index = max(max_index, highest) + 1
-        start_seq = max(max_seq, raw[-1].seq if raw else -1) + 1
+        next_index = max(max_index.result(), highest) + 1
+        start_seq = max(max_seq.result(), raw[-1].seq if raw else -1) + 1
         sink = self._launcher.sink(row.id, start_seq, row.delivery, background=row.background)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
@@ -284,7 +291,7 @@ class Recovery:
         plan = await self._plan(row, req, own_cp)
         # The usage the killed run's last committed write kept: the model calls of earlier lives.
         plan.prior_usage = row.usage
-        plan.announced = announced(json.loads(o.data) for o in outputs)
+        plan.announced = announced(json.loads(o.data) for o in outputs.result())
         log.info(
             "recovering response %s from %s (prepared in %.0f ms)",
             row.id,

@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -73,6 +74,12 @@ class ResponseStream:
         finally:
             if not finished and self._on_abandoned is not None:
                 self._on_abandoned()
+            # Close the relay here, where it is not running: left to the garbage collector, a
+            # generator is closed by a task of its own, whose error nobody would retrieve.
+            closer = getattr(self._frames, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
 
 
 class Relay:
