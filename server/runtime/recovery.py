@@ -53,10 +53,11 @@ log = logging.getLogger("durable_responses.recovery")
 
 # Responses claimed per statement, and the pause between two claims of one sweep: a dead
 # replica's responses are shared among the survivors that sweep at the same time.
-# One at a time with a pause between claims while other replicas may be claiming too (the
+# A couple at a time with a pause between claims while other replicas may be claiming too (the
 # first FAIR_WINDOW seconds of a sweep, and for good once another one is seen claiming), so
 # that the survivors alternate; alone, batches double (up to MAX_BATCH) without pauses.
 FAIR_WINDOW = 0.2
+FAIR_BATCH = 2
 BATCH_PAUSE = (0.01, 0.03)
 MAX_BATCH = 16
 # Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas,
@@ -74,7 +75,7 @@ class _Pace:
 
     def __init__(self) -> None:
         self._started = time.monotonic()
-        self._size = 1
+        self._size = FAIR_BATCH
         self._left: int | None = None
         self.contended = False
 
@@ -184,7 +185,7 @@ class Recovery:
         try:
             while registry.accepting:
                 batch = pace.batch()
-                rows = await self._store.claim_expired(self._launcher.owner, limit=batch, own=own)
+                rows, left = await self._store.claim_some(self._launcher.owner, limit=batch, own=own)
                 if not rows:
                     # What is left of `own` is no longer ours to resume (ended, or taken over).
                     registry.stranded.difference_update(own)
@@ -196,7 +197,7 @@ class Recovery:
                     tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
                 if len(rows) < batch:
                     break
-                pause = pace.claimed(len(rows), await self._store.count_expired())
+                pause = pace.claimed(len(rows), left)
                 if pause:
                     await asyncio.sleep(pause)
         finally:

@@ -28,13 +28,22 @@ class Leases(StoreBase):
     async def claim_expired(
         self, owner: str, *, limit: int = 50, own: Collection[str] = ()
     ) -> list[ResponseRow]:
+        """`claim_some` without the count of those left."""
+        return (await self.claim_some(owner, limit=limit, own=own))[0]
+
+    async def claim_some(
+        self, owner: str, *, limit: int = 50, own: Collection[str] = ()
+    ) -> tuple[list[ResponseRow], int]:
         """Take over active responses whose lease expired (or that never had one), and those of
         `own` still leased to `owner` (its runs that stopped on a database error: the lease
         proves nobody else took them, so there is nothing to wait for).
 
         `recovery_count` counts takeovers after a crash; a process taking back its own
         response after an outage is not one (an outage must not use up a response's
-        recoveries)."""
+        recoveries).
+
+        Also returns how many are left to claim after these (in the same transaction): a
+        sweep that sees fewer left than it expected knows another replica claims too."""
         now = time.time()
         c = t.responses.c
         lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
@@ -50,7 +59,7 @@ class Leases(StoreBase):
         async with self._write() as conn:
             ids = list((await conn.execute(pick)).scalars())
             if not ids:
-                return []
+                return [], 0
             stmt = (
                 update(t.responses)
                 .where(and_(c.id.in_(ids), expired))
@@ -62,19 +71,8 @@ class Leases(StoreBase):
                 .returning(*t.responses.c)
             )
             rows = (await conn.execute(stmt)).all()
-        return [response_row(r) for r in rows]
-
-    async def count_expired(self) -> int:
-        """How many active responses wait to be claimed (their lease expired, or none)."""
-        c = t.responses.c
-        q = select(func.count()).where(
-            and_(
-                c.status.in_(ACTIVE_STATUSES),
-                or_(c.lease_expires_at.is_(None), c.lease_expires_at < time.time()),
-            )
-        )
-        async with self._read() as conn:
-            return int((await conn.execute(q)).scalar() or 0)
+            left = (await conn.execute(select(func.count()).where(expired))).scalar()
+        return [response_row(r) for r in rows], int(left or 0)
 
     async def next_lease_expiry(self, owner: str) -> float | None:
         """When the next lease of an active response held by another owner expires (wall

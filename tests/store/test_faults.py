@@ -67,7 +67,7 @@ async def test_claim_own_stranded_responses_without_waiting_for_the_lease(store:
     assert await store.claim_expired("p1", own={"resp_other"}) == []
 
 
-async def test_next_lease_expiry_and_count_expired(store: Store) -> None:
+async def test_next_lease_expiry_and_claims_counting_those_left(store: Store) -> None:
     now = time.time()
     assert await store.next_lease_expiry("p1") is None
     await store.insert_response(response("resp_a", lease_owner="p2", lease_expires_at=now + 30), [], [])
@@ -76,7 +76,9 @@ async def test_next_lease_expiry_and_count_expired(store: Store) -> None:
     await store.insert_response(response("resp_d", lease_owner="dead", lease_expires_at=now - 5), [], [])
     expiry = await store.next_lease_expiry("p1")  # not our own leases
     assert expiry is not None and abs(expiry - (now - 5)) < 0.01
-    assert await store.count_expired() == 1
+    await store.insert_response(response("resp_e", lease_owner="dead", lease_expires_at=now - 4), [], [])
+    claimed, left = await store.claim_some("p1", limit=1)
+    assert [r.id for r in claimed] == ["resp_d"] and left == 1
 
 
 async def test_a_store_alone_on_an_sqlite_file_expires_dead_owners_leases(sqlite_url: str) -> None:
