@@ -67,7 +67,7 @@ EXPIRY_JITTER = 0.005
 RESUME_CONCURRENCY = 8
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
 RETRY_FIRST = 0.05
-RETRY_CAP = 0.5
+RETRY_CAP = 0.25
 
 
 class _Pace:

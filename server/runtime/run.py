@@ -57,7 +57,7 @@ class ResponseRun:
         sink: Sink,
         driver: Driver,
         ending: Ending,
-        hand_over: Callable[[], Awaitable[None]],
+        hand_over: Callable[[bool], Awaitable[None]],
         trace: RunTrace = NO_TRACE,
     ) -> None:
         self.spec = spec
@@ -148,7 +148,7 @@ class ResponseRun:
                     self.response_id,
                     failure if failure is not None else exc,
                 )
-                await self._release()
+                await self._release(outage=down is not None)
             else:
                 error = failure_error(exc)
                 if error["code"] == "server_error":
@@ -172,7 +172,7 @@ class ResponseRun:
                 (log.info if quiet else log.error)(
                     "response %s: could not record its end: %s", self.response_id, problem
                 )
-                await self._release()
+                await self._release(outage=quiet)
         self._finished()
 
     def _finished(self) -> None:
@@ -187,11 +187,13 @@ class ResponseRun:
         reason = self.stop_reason
         return reason if reason is not None and reason.kind != StopKind.ABANDON else None
 
-    async def _release(self) -> None:
-        """Hand the response over to recovery (`hand_over` never raises: when the database
-        refuses even the release, this process still owns the lease and resumes the response
-        itself once writes work again)."""
-        await self._hand_over()
+    async def _release(self, *, outage: bool) -> None:
+        """Hand the response over to recovery (`hand_over` never raises). `outage`: the
+        database could not be used; this process resumes the response itself once writes
+        work again (it still holds the lease, if even the release failed), without counting a
+        recovery. Any other refusal is a takeover like a crash's: counted, so a write that
+        always fails ends the response after DURABLE_RESPONSES_MAX_RECOVERIES."""
+        await self._hand_over(outage)
 
     async def _end_after_stop(self, reason: StopRun) -> None:
         if reason.kind == StopKind.CANCELLED:

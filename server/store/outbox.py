@@ -30,6 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ..observability import metrics
 from ._engine import SQLITE, Database
+from ._failures import after_failure, describe_failure, failure_cause
 from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._plan import split
@@ -165,7 +166,7 @@ class Outbox:
             self._poisoned = {r: v for r, v in self._poisoned.items() if v[0] > number}
         poisoned = self._poisoned.get((write.response_id, write.owner))
         if poisoned is not None:
-            self._fail([write], _after_failure(write.response_id, poisoned[1]))
+            self._fail([write], after_failure(write.response_id, poisoned[1]))
             return
         batch.append(write)
 
@@ -212,7 +213,7 @@ class Outbox:
                 # A response's later writes (its end) must not commit behind a failed one.
                 for w in writes:
                     if (w.response_id, w.owner) in failed:
-                        self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                        self._fail([w], after_failure(w.response_id, failed[(w.response_id, w.owner)]))
                 writes = [w for w in writes if (w.response_id, w.owner) not in failed]
             if writes:
                 failed.update(await self._commit_group(writes, kind=kind))
@@ -244,12 +245,12 @@ class Outbox:
                 return {(writes[0].response_id, writes[0].owner): exc}
             # Retry each write alone on the general path, so one bad write cannot fail its
             # neighbours; the writes of a response behind a failed one fail with it.
-            self._fell_back(kind, _cause(exc), exc)
+            self._fell_back(kind, failure_cause(exc), exc)
             down: BaseException | None = None  # the database is unavailable: stop trying
             for w in writes:
                 key = (w.response_id, w.owner)
                 if key in failed:
-                    self._fail([w], _after_failure(w.response_id, failed[key]))
+                    self._fail([w], after_failure(w.response_id, failed[key]))
                     continue
                 if down is not None:
                     failed[key] = down
@@ -328,7 +329,7 @@ class Outbox:
                     "general path. Logged once per cause, counted in store.stats.fallbacks",
                     kind.value,
                     cause,
-                    _describe(exc),
+                    describe_failure(exc),
                 )
 
     def _succeed(self, writes: list[Write]) -> None:
@@ -421,29 +422,5 @@ def _writer_for(db: Database, lease_seconds: float) -> Writer:
     return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds)
 
 
-def _cause(exc: BaseException) -> str:
-    """What a fallback is counted under: the error's kind, not its text (one line per cause)."""
-    unavailable = classify(exc)
-    if unavailable is not None:
-        return f"unavailable:{unavailable.reason.value}"
-    orig = getattr(exc, "orig", None)
-    inner = orig.__cause__ if isinstance(orig, BaseException) and orig.__cause__ is not None else orig
-    return type(inner if isinstance(inner, BaseException) else exc).__name__
-
-
-def _describe(exc: BaseException) -> str:
-    unavailable = classify(exc)
-    return unavailable.log_text() if unavailable is not None else str(exc).splitlines()[0][:300]
-
-
 def _awaited(w: Write) -> bool:
     return w.urgent or w.checkpoint is not None or w.create is not None or w.finish is not None
-
-
-def _after_failure(response_id: str, exc: BaseException) -> BaseException:
-    if isinstance(exc, LeaseLost):
-        return LeaseLost(response_id)
-    unavailable = classify(exc)
-    if unavailable is not None:
-        return unavailable  # the same condition: a caller can tell a retry may succeed
-    return StoreError(f"an earlier write of response {response_id} could not be committed: {exc}")
