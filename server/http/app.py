@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
@@ -39,6 +40,7 @@ from ..protocol.request import (
 from ..protocol.response import deleted_body
 from ..runtime.context import RequestContext, set_request_context
 from ..runtime.creation import Created
+from ..runtime.faults import client_error
 from ..runtime.host import Host
 from ..runtime.relay import ResponseStream
 from .admin import ops_routes
@@ -110,6 +112,10 @@ def error_response(exc: errors.ProtocolError, headers: dict[str, str] | None = N
     h = dict(headers or {})
     if exc.status in (400, 401, 404, 409, 413, 422):
         h.setdefault("x-should-retry", "false")
+    if exc.retry_after is not None:
+        # Whole seconds (RFC 9110); the openai SDKs honour both headers.
+        h["retry-after"] = str(max(1, math.ceil(exc.retry_after)))
+        h["x-should-retry"] = "true"
     return JSONResponse(exc.body(), status_code=exc.status, headers=h)
 
 
@@ -141,7 +147,11 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 return await handler(request)
             except errors.ProtocolError as exc:
                 return error_response(exc)
-            except Exception:
+            except Exception as exc:
+                unavailable = client_error(exc)
+                if unavailable is not None:
+                    # The store's health log says it once per change; no traceback per request.
+                    return error_response(unavailable)
                 log.exception("unhandled error on %s %s", request.method, request.url.path)
                 # A retried POST could create the response twice: tell SDKs not to retry it.
                 no_retry = {"x-should-retry": "false"} if request.method == "POST" else None
@@ -260,9 +270,12 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         return JSONResponse(await host.input_items(user, rid, params))
 
     async def readiness(request: Request) -> Response:
-        if await host.ready():
+        problem = await host.readiness()
+        if problem is None:
             return JSONResponse({"status": "ready"})
-        return JSONResponse({"status": "unavailable"}, status_code=503)
+        return JSONResponse(
+            {"status": "unavailable", "reason": problem}, status_code=503, headers={"retry-after": "1"}
+        )
 
     async def liveness(request: Request) -> Response:
         return JSONResponse({"status": "alive"})

@@ -52,8 +52,11 @@ class ProtocolError(Exception):
         type: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
+        # Seconds a client should wait before retrying (a `Retry-After` header), when it should.
+        self.retry_after = retry_after
         self.status = status
         self.message = message
         self.type = type
@@ -102,13 +105,23 @@ def unprocessable(
     return ProtocolError(422, message, param=param, code=code)
 
 
-def rate_limited(message: str) -> ProtocolError:
-    return ProtocolError(429, message, type="rate_limit_error", code="rate_limit_exceeded")
+def rate_limited(message: str, *, retry_after: float | None = None) -> ProtocolError:
+    return ProtocolError(
+        429, message, type="rate_limit_error", code="rate_limit_exceeded", retry_after=retry_after
+    )
 
 
 def server_error(message: str = "The server had an error while processing your request.") -> ProtocolError:
     return ProtocolError(500, message, type="server_error", code="server_error")
 
 
-def unavailable(message: str) -> ProtocolError:
-    return ProtocolError(503, message, type="server_error", code="unavailable")
+def unavailable(message: str, *, retry_after: float | None = 1.0) -> ProtocolError:
+    """503: the server cannot serve the request now and a retry later may succeed."""
+    return ProtocolError(503, message, type="server_error", code="unavailable", retry_after=retry_after)
+
+
+def database_unavailable(message: str, *, retry_after: float) -> ProtocolError:
+    """503: the server's database cannot be used now (down, unreachable, full); retry later."""
+    return ProtocolError(
+        503, message, type="server_error", code="database_unavailable", retry_after=retry_after
+    )

@@ -89,7 +89,8 @@ class Creator:
         if len(self.registry) >= self.settings.max_inflight:
             raise errors.rate_limited(
                 f"This server is running {len(self.registry)} responses, its limit "
-                "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica."
+                "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica.",
+                retry_after=1.0,
             )
         rid = response_id or new_response_id()
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.

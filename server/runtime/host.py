@@ -39,6 +39,7 @@ from .apps import HostedApp
 from .continuation import Continuations
 from .conversations import ConversationService
 from .creation import Created, Creator
+from .faults import database_error
 from .launcher import Launcher
 from .leases import LeaseKeeper
 from .recovery import Recovery
@@ -49,6 +50,12 @@ from .settings import RuntimeSettings
 from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.host")
+
+# Seconds without a failed write after which `/readiness` probes writes itself (nothing else
+# may be writing to tell it that they work again).
+READINESS_PROBE_AFTER = 2.0
+# Attempts at releasing our leases on shutdown while the database is unavailable (0.1 s, 0.2 s...).
+RELEASE_ATTEMPTS = 4
 
 
 class Host:
@@ -76,7 +83,7 @@ class Host:
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.store.start()
+        await self.store.start(self.owner)
         self._tasks.append(asyncio.create_task(self.leases.loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
         self._tasks.append(asyncio.create_task(self.webhooks.loop(), name="webhook-loop"))
@@ -99,16 +106,48 @@ class Host:
         for task in self._tasks:
             with contextlib.suppress(BaseException):
                 await task
-        with contextlib.suppress(Exception):
-            await self.store.release_leases(self.owner)
+        await self._release_leases()
         await self.store.close()
 
+    async def _release_leases(self) -> None:
+        """Release every lease of ours (another replica resumes at once), retried for a moment
+        if the database is unavailable; after that the leases expire by themselves."""
+        delay = 0.1
+        for attempt in range(RELEASE_ATTEMPTS):
+            try:
+                await self.store.release_leases(self.owner)
+                return
+            except Exception as exc:
+                if database_error(exc) is None or attempt == RELEASE_ATTEMPTS - 1:
+                    log.warning("could not release our leases (%s); they expire by themselves", exc)
+                    return
+            await asyncio.sleep(delay)
+            delay *= 2
+
     async def ready(self) -> bool:
+        return await self.readiness() is None
+
+    async def readiness(self) -> str | None:
+        """None when this process can take work; else why not (for `/readiness`).
+
+        Fails while writes fail, not only reads: a full SQLite disk still answers `SELECT 1`.
+        The store's own writes tell (`health`); when none has been tried for a while since the
+        last failure, a probe write does.
+        """
+        if not self.registry.accepting:
+            return "shutting down"
+        health = self.store.health
         try:
             await asyncio.wait_for(self.store.ping(), 5)
-        except Exception:
-            return False
-        return self.registry.accepting
+            if health.writes_failing and health.quiet_for() > READINESS_PROBE_AFTER:
+                await asyncio.wait_for(self.store.probe_write(), 5)
+        except Exception as exc:
+            unavailable = database_error(exc)
+            return unavailable.message if unavailable is not None else f"database check failed: {exc}"
+        down = health.down
+        if health.writes_failing and down is not None:
+            return f"database writes fail: {down.message}"
+        return None
 
     # -- create -------------------------------------------------------------------------
 

@@ -113,7 +113,7 @@ class Launcher:
             sink=sink,
             driver=self._driver(spec, plan, sink, pairing, meter),
             ending=ending,
-            hand_over=lambda: self._store.release_lease(spec.response_id, self.owner),
+            hand_over=lambda outage: self._hand_over(spec.response_id, outage=outage),
             trace=trace,
         )
         run.on_finished.append(self._after_stored_run)
@@ -143,7 +143,7 @@ class Launcher:
 
         pairing = MemoryPairing(mapper, sink, stored_checkpoint)
 
-        async def nothing_to_release() -> None:
+        async def nothing_to_release(_outage: bool) -> None:
             return None
 
         meter = UsageMeter()
@@ -186,6 +186,20 @@ class Launcher:
         else:
             run.start()
         return run
+
+    async def _hand_over(self, response_id: str, *, outage: bool) -> None:
+        """A run stopped on a refused write: release its lease (any replica may resume it at
+        once). After a database outage, whether or not the release got through, tell our own
+        recovery too, which takes it back as soon as writes work (the lease, still ours if
+        the release failed, fences off everyone else meanwhile)."""
+        try:
+            await self._store.release_lease(response_id, self.owner)
+        except Exception as exc:
+            # (Not an outage of its own: a refusal that is not one must be counted when its
+            # lease expires and it is taken over, so that it cannot loop forever.)
+            log.info("response %s: could not release its lease: %s", response_id, exc)
+        if outage:
+            self._registry.strand(response_id)
 
     def _after_stored_run(self, run: ResponseRun) -> None:
         if run.final_status in ("failed", "cancelled"):

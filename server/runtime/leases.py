@@ -14,6 +14,7 @@ import asyncio
 import logging
 
 from ..store import Store
+from .faults import database_error
 from .registry import RunRegistry
 from .run import StopKind
 
@@ -35,8 +36,10 @@ class LeaseKeeper:
             await asyncio.sleep(self.interval)
             try:
                 await self.renew()
-            except Exception:
-                log.exception("lease renewal failed")
+            except Exception as exc:
+                # A database that cannot be used is in the store's health log, once.
+                if database_error(exc) is None:
+                    log.exception("lease renewal failed")
 
     async def renew(self) -> None:
         owned = self._registry.owned()

@@ -23,8 +23,11 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import random
+import time
 from typing import Any
 
 from ..observability import metrics
@@ -33,9 +36,10 @@ from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response, usage
 from ..protocol.sse import dumps
-from ..store import Finish, ResponseRow, Store
+from ..store import DatabaseUnavailable, Finish, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
+from .faults import database_error
 from .launcher import Launcher
 from .lives import Lives
 from .open_items import ClosedItem, announced, reopen_from_events
@@ -46,6 +50,49 @@ from .sinks import SqlSink
 from .telemetry import NO_TRACE, RunTrace
 
 log = logging.getLogger("durable_responses.recovery")
+
+# Responses claimed per statement, and the pause between two claims of one sweep: a dead
+# replica's responses are shared among the survivors that sweep at the same time.
+# A couple at a time with a pause between claims while other replicas may be claiming too (the
+# first FAIR_WINDOW seconds of a sweep, and for good once another one is seen claiming), so
+# that the survivors alternate; alone, batches double (up to MAX_BATCH) without pauses.
+FAIR_WINDOW = 0.2
+FAIR_BATCH = 2
+BATCH_PAUSE = (0.01, 0.03)
+MAX_BATCH = 16
+# Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas,
+# less than a pause: the first awake cannot take many batches before the others wake).
+EXPIRY_JITTER = 0.005
+# Claimed responses resumed at the same time by one sweep (each resume is a few reads).
+RESUME_CONCURRENCY = 8
+# After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
+RETRY_FIRST = 0.05
+RETRY_CAP = 0.25
+
+
+class _Pace:
+    """How many to claim next, and how long to pause after a claim (see FAIR_WINDOW)."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._size = FAIR_BATCH
+        self._left: int | None = None
+        self.contended = False
+
+    def batch(self) -> int:
+        return self._size
+
+    def claimed(self, claimed: int, left: int) -> float:
+        """After claiming `claimed`, `left` still wait: fewer than expected means another
+        replica claims too. Returns the pause before the next claim."""
+        if self._left is not None and left < self._left - claimed:
+            self.contended = True
+        self._left = left
+        if self.contended or time.monotonic() - self._started < FAIR_WINDOW:
+            return random.uniform(*BATCH_PAUSE)
+        self._size = min(self._size * 2, MAX_BATCH)
+        return 0.0
+
 
 INTERRUPTED_FOREGROUND = (
     "The server stopped while this response was running. It was not a background response, so it "
@@ -72,44 +119,143 @@ class Recovery:
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
 
     async def loop(self) -> None:
+        """Sweep now, then when the next lease expires (plus a little jitter, so that replicas
+        do not all claim at the same instant), at the latest every `recovery_interval`; at
+        once when a run of ours stops on a database error; after a failure, again with a
+        short backoff (the database may be back any moment: resume then, not a lease later;
+        but a full disk is not hammered either)."""
+        backoff = RETRY_FIRST
+        wait = 0.0
         while True:
+            strand_wakes = True
             try:
                 await self.sweep()
-            except Exception:
-                log.exception("recovery sweep failed")
-            await asyncio.sleep(self._settings.recovery_interval)
+                backoff = RETRY_FIRST
+                wait = await self._until_next_expiry()
+                if self._registry.stranded:  # some could not be claimed yet
+                    wait = min(wait, backoff)
+            except Exception as exc:
+                if database_error(exc) is None:
+                    log.exception("recovery sweep failed")
+                # (A database that cannot be used is in the store's health log, once.)
+                wait, backoff = backoff, min(backoff * 2, self._retry_cap)
+                strand_wakes = False  # more runs stopping on the same outage change nothing
+            await self._sleep(wait, strand_wakes)
+
+    @property
+    def _retry_cap(self) -> float:
+        return min(RETRY_CAP, self._settings.recovery_interval)
+
+    async def _until_next_expiry(self) -> float:
+        interval = self._settings.recovery_interval
+        expiry = await self._store.next_lease_expiry(self._launcher.owner)
+        if expiry is None:
+            return interval
+        return min(interval, max(0.0, expiry - time.time()) + random.uniform(0.0, EXPIRY_JITTER))
+
+    async def _sleep(self, seconds: float, strand_wakes: bool) -> None:
+        """Sleep `seconds`; with `strand_wakes`, a run of ours stopping on a database error
+        (meanwhile, or during the sweep just done) ends the sleep."""
+        stranded = self._registry.stranded_added
+        if strand_wakes and stranded.is_set():
+            stranded.clear()
+            return
+        stranded.clear()
+        if not strand_wakes:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stranded.wait(), seconds)
+        stranded.clear()
 
     async def sweep(self) -> int:
-        """Claim and resume every expired response (in batches); returns how many."""
-        total = 0
-        while self._registry.accepting:
-            rows = await self._store.claim_expired(self._launcher.owner, limit=50)
-            if not rows:
-                break
-            metrics.TAKEOVERS.inc(len(rows))
-            for row in rows:
-                try:
-                    await self.resume(row)
-                    total += 1
-                except Exception:
-                    log.exception("could not recover response %s", row.id)
+        """Claim and resume expired responses, and our own stranded ones; returns how many.
+        Raises the database's unavailability (the loop retries soon).
+
+        Claims come in small batches with a pause between them, so that the survivors of a
+        dead replica share its responses (each claims a few, pauses, claims again: `FOR UPDATE
+        SKIP LOCKED` gives each batch to one of them) instead of the first to sweep taking
+        them all. The claimed responses resume concurrently (a few at a time): a survivor's
+        last takeover does not wait for all the others' reads."""
+        registry = self._registry
+        own = {rid for rid in registry.stranded if registry.get(rid) is None}
+        gate = asyncio.Semaphore(RESUME_CONCURRENCY)
+        tasks: list[asyncio.Task[DatabaseUnavailable | bool]] = []
+        pace = _Pace()
+        try:
+            while registry.accepting:
+                batch = pace.batch()
+                rows, left = await self._store.claim_some(self._launcher.owner, limit=batch, own=own)
+                if not rows:
+                    # What is left of `own` is no longer ours to resume (ended, or taken over).
+                    registry.stranded.difference_update(own)
+                    break
+                metrics.TAKEOVERS.inc(len(rows))
+                for row in rows:
+                    own.discard(row.id)
+                    registry.stranded.discard(row.id)
+                    tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
+                if len(rows) < batch:
+                    break
+                pause = pace.claimed(len(rows), left)
+                if pause:
+                    await asyncio.sleep(pause)
+        finally:
+            outcomes = await asyncio.gather(*tasks)
+        total = sum(1 for o in outcomes if o is True)
         self.recovered += total
+        if total:
+            log.info("recovery resumed %d responses", total)
+        down = next((o for o in outcomes if isinstance(o, DatabaseUnavailable)), None)
+        if down is not None:
+            raise down
         return total
+
+    async def _resume_one(self, row: ResponseRow, gate: asyncio.Semaphore) -> DatabaseUnavailable | bool:
+        """Resume one claimed response: True, False (an error, logged), or the database's
+        unavailability (the response is ours: stranded, resumed once writes work)."""
+        async with gate:
+            try:
+                await self.resume(row)
+                return True
+            except Exception as exc:
+                down = database_error(exc)
+                if down is None:
+                    log.exception("could not recover response %s", row.id)
+                    return False
+                self._registry.strand(row.id)
+                return down
 
     async def resume(self, row: ResponseRow) -> None:
         store = self._store
+        began = time.monotonic()
         req = CreateRequest.from_json_dict(json.loads(row.request))
         store.outbox.forget(row.id)
         own_cp = await store.latest_checkpoint(user_id=row.user_id, response_id=row.id)
         bind_response(row.id)
-        trace = await self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None)
-        recover = trace.child("durable_responses.recover", response_id=row.id)
         after = own_cp.event_seq if own_cp is not None else -1
-        raw = await store.read_events(row.id, after, limit=1_000_000)
+        # Independent reads (and the takeover's record) at once: one round trip's wait, not
+        # five, before the response resumes (the closed items below are never `included`,
+        # so the output read now is the output after their commit too).
+        begin = asyncio.ensure_future(
+            self._lives.begin(row, own_cp.checkpoint_id if own_cp is not None else None)
+        )
+        events = asyncio.ensure_future(store.read_events(row.id, after, limit=1_000_000))
+        max_index = asyncio.ensure_future(store.max_output_index(row.id))
+        max_seq = asyncio.ensure_future(store.max_event_seq(row.id))
+        outputs = asyncio.ensure_future(store.output_items(row.id))
+        reads: list[asyncio.Future[Any]] = [begin, events, max_index, max_seq, outputs]
+        await asyncio.wait(reads)
+        # Every error retrieved (the first one raised): none left for asyncio to report.
+        errors = [e for e in (f.exception() for f in reads) if e is not None]
+        if errors:
+            raise errors[0]
+        trace, raw = begin.result(), events.result()
+        recover = trace.child("durable_responses.recover", response_id=row.id)
         parsed: list[tuple[str, dict[str, Any]]] = [(e.type, json.loads(e.data)) for e in raw]
         open_items, highest = reopen_from_events(row.id, parsed)
-        next_index = max(await store.max_output_index(row.id), highest) + 1
-        start_seq = max(await store.max_event_seq(row.id), raw[-1].seq if raw else -1) + 1
+        next_index = max(max_index.result(), highest) + 1
+        start_seq = max(max_seq.result(), raw[-1].seq if raw else -1) + 1
         sink = self._launcher.sink(row.id, start_seq, row.delivery, background=row.background)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
@@ -141,15 +287,17 @@ class Recovery:
             )
             sink.emit(ev.response_in_progress(snapshot))
             status = "in_progress"
-        await sink.commit(closed, status=status)
+        if closed or status is not None:
+            await sink.commit(closed, status=status)
         plan = await self._plan(row, req, own_cp)
         # The usage the killed run's last committed write kept: the model calls of earlier lives.
         plan.prior_usage = row.usage
-        plan.announced = announced(json.loads(o.data) for o in await store.output_items(row.id))
+        plan.announced = announced(json.loads(o.data) for o in outputs.result())
         log.info(
-            "recovering response %s from %s",
+            "recovering response %s from %s (prepared in %.0f ms)",
             row.id,
             f"checkpoint {own_cp.checkpoint_id}" if own_cp else "its stored input",
+            (time.monotonic() - began) * 1000,
         )
         # The run task copies this context: the app sees whose response it resumes.
         set_request_context(RequestContext(user_id=row.user_id))

@@ -22,6 +22,16 @@ class RunRegistry:
         self._runs: dict[str, ResponseRun] = {}
         self.draining = asyncio.Event()
         self._on_removed = on_removed
+        # Responses whose run stopped because the database refused a write: still leased to
+        # this process (its release may have failed too), resumed by our own recovery as soon
+        # as writes work again, without waiting for the lease to expire.
+        self.stranded: set[str] = set()
+        self.stranded_added = asyncio.Event()
+
+    def strand(self, response_id: str) -> None:
+        """A run of ours stopped on a database error: recovery resumes it (see `stranded`)."""
+        self.stranded.add(response_id)
+        self.stranded_added.set()
 
     # -- membership ---------------------------------------------------------------------
 

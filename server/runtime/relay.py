@@ -12,13 +12,18 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 
 from ..protocol import events as ev
 from ..protocol.sse import frame
 from ..store import TERMINAL_STATUSES, EventRow, Store, Subscription
+from .faults import database_error
 from .memory import MemorySink
 from .registry import RunRegistry
+
+log = logging.getLogger("durable_responses.relay")
 
 # Rows read from the table per batch.
 READ_BATCH = 2000
@@ -59,9 +64,22 @@ class ResponseStream:
                     on_first, self._on_first = self._on_first, None
                     on_first()
             finished = True
+        except Exception as exc:
+            # A store error ends the stream normally (a clean end of the chunked body), never
+            # an exception out of the ASGI app: the client reconnects with Last-Event-ID, and
+            # while the database is down that reconnect is a 503 with Retry-After. What it
+            # missed is committed, so nothing is lost.
+            if database_error(exc) is None:
+                log.warning("an SSE stream ended on an error: %s: %s", type(exc).__name__, exc)
         finally:
             if not finished and self._on_abandoned is not None:
                 self._on_abandoned()
+            # Close the relay here, where it is not running: left to the garbage collector, a
+            # generator is closed by a task of its own, whose error nobody would retrieve.
+            closer = getattr(self._frames, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
 
 
 class Relay:

@@ -26,6 +26,7 @@ from ..observability.logs import bind_response
 from ..store import LeaseLost
 from .drive import Driver
 from .ending import Ending, failure_error
+from .faults import database_error
 from .plan import RunSpec
 from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace
@@ -56,7 +57,7 @@ class ResponseRun:
         sink: Sink,
         driver: Driver,
         ending: Ending,
-        hand_over: Callable[[], Awaitable[None]],
+        hand_over: Callable[[bool], Awaitable[None]],
         trace: RunTrace = NO_TRACE,
     ) -> None:
         self.spec = spec
@@ -138,14 +139,16 @@ class ResponseRun:
             elif (stopping := self._stopping()) is not None:
                 # Stopped (cancel) while the framework turned the cancellation into its own error.
                 ending = self._end_after_stop(stopping)
-            elif failure is not None:
-                log.error(
-                    "response %s: could not commit (%s); stopping the run and leaving the response "
-                    "to recovery from its newest paired checkpoint",
+            elif failure is not None or database_error(exc) is not None:
+                # The database's health log says it is down, once; each run only notes it.
+                down = database_error(failure if failure is not None else exc)
+                (log.info if down is not None else log.error)(
+                    "response %s: could not commit or read (%s); stopping the run and leaving the "
+                    "response to recovery from its newest paired checkpoint",
                     self.response_id,
-                    failure,
+                    failure if failure is not None else exc,
                 )
-                await self._release()
+                await self._release(outage=down is not None)
             else:
                 error = failure_error(exc)
                 if error["code"] == "server_error":
@@ -165,8 +168,11 @@ class ResponseRun:
                     break  # inspected just below
             problem = "cancelled" if end_task.cancelled() else end_task.exception()
             if problem is not None:
-                log.error("response %s: could not record its end: %s", self.response_id, problem)
-                await self._release()
+                quiet = isinstance(problem, BaseException) and database_error(problem) is not None
+                (log.info if quiet else log.error)(
+                    "response %s: could not record its end: %s", self.response_id, problem
+                )
+                await self._release(outage=quiet)
         self._finished()
 
     def _finished(self) -> None:
@@ -181,13 +187,13 @@ class ResponseRun:
         reason = self.stop_reason
         return reason if reason is not None and reason.kind != StopKind.ABANDON else None
 
-    async def _release(self) -> None:
-        try:
-            await self._hand_over()
-        except Exception:
-            log.warning(
-                "response %s: could not release its lease; it waits for the lease to expire", self.response_id
-            )
+    async def _release(self, *, outage: bool) -> None:
+        """Hand the response over to recovery (`hand_over` never raises). `outage`: the
+        database could not be used; this process resumes the response itself once writes
+        work again (it still holds the lease, if even the release failed), without counting a
+        recovery. Any other refusal is a takeover like a crash's: counted, so a write that
+        always fails ends the response after DURABLE_RESPONSES_MAX_RECOVERIES."""
+        await self._hand_over(outage)
 
     async def _end_after_stop(self, reason: StopRun) -> None:
         if reason.kind == StopKind.CANCELLED:

@@ -48,7 +48,8 @@ class RuntimeSettings(EnvSection):
     recovery_interval: float = env_field(
         2.0,
         "DURABLE_RESPONSES_RECOVERY_INTERVAL",
-        "Seconds between sweeps for responses whose owner's lease expired.",
+        "Longest wait between two sweeps for responses whose owner's lease expired (a sweep also "
+        "runs when the next lease expires, and once writes work again after a database error).",
         gt=0,
     )
     max_recoveries: int = env_field(

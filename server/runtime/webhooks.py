@@ -29,6 +29,7 @@ from opentelemetry.trace import Status, StatusCode
 from ..observability import metrics, tracing
 from ..protocol.webhooks import EVENT_TYPES, event_payload, new_event_id, parse_secret, signature_headers
 from ..store import Delivery, Finish, Store, WebhookEvent
+from .faults import database_error
 from .settings import RuntimeSettings
 from .telemetry import webhook_attempt
 
@@ -91,8 +92,9 @@ class Webhooks:
                 self._wake.clear()
                 try:
                     await self.deliver_due()
-                except Exception:
-                    log.exception("webhook delivery sweep failed")
+                except Exception as exc:
+                    if database_error(exc) is None:  # (else: in the store's health log, once)
+                        log.exception("webhook delivery sweep failed")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._settings.webhook_poll_seconds)
         finally:

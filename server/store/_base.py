@@ -17,6 +17,7 @@ from ..observability import metrics
 from ._engine import Database
 from ._plan import plan
 from .errors import LeaseLost, classify
+from .health import Op
 from .records import CheckpointRow, ResponseRow, Write
 
 
@@ -44,7 +45,9 @@ class StoreBase:
             if unavailable is None:
                 raise
             metrics.database_error(unavailable.reason.value)
+            self.db.health.failed(unavailable, Op.READ)
             raise unavailable from exc
+        self.db.health.succeeded(Op.READ)
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
@@ -57,7 +60,9 @@ class StoreBase:
             if unavailable is None:
                 raise
             metrics.database_error(unavailable.reason.value)
+            self.db.health.failed(unavailable, Op.WRITE)
             raise unavailable from exc
+        self.db.health.succeeded(Op.WRITE)
 
 
 async def write_all(conn: AsyncConnection, writes: Sequence[Write], *, lease_seconds: float) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy.util import await_only
 
 from ._pg_auth import TokenProvider
 from ._pg_connect import PgConnector, libpq_dsn
+from .health import DatabaseHealth
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -110,6 +111,8 @@ class Database:
     reader: AsyncEngine
     pg: PgConnector | None = None
     listen: PgConnector | None = field(default=None)
+    # What the store's own operations find: down, still down, back (one log line each).
+    health: DatabaseHealth = field(default_factory=DatabaseHealth)
 
     @property
     def connect_raw(self) -> Callable[[], Awaitable[Any]] | None:
@@ -133,7 +136,9 @@ def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
     return engine
 
 
-_BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = 30_000
+WAL_AUTOCHECKPOINT_PAGES = 256  # of 4 KiB: 1 MiB
+WAL_SIZE_LIMIT_BYTES = 1 << 20
 
 
 def _switch_to_wal(cur: Any) -> None:
@@ -143,7 +148,7 @@ def _switch_to_wal(cur: Any) -> None:
     locked" at once there instead of calling the busy handler (seen with two `migrate` runs
     racing on a new file). Once the file is in WAL mode (it stays so) the pragma needs no lock.
     """
-    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     delay = 0.005
     while True:
         try:
@@ -166,9 +171,14 @@ def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
         cur = dbapi_conn.cursor()
         # The busy timeout first: switching a new file to WAL needs a lock another process
         # (a concurrent `migrate`) may hold, and would fail at once without it.
-        cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         _switch_to_wal(cur)
         cur.execute("PRAGMA synchronous=FULL")
+        # A bounded WAL (small volumes): checkpoint every 1 MiB of it (SQLite's default is
+        # ~4 MiB), and truncate the file back to 1 MiB when it restarts, instead of keeping
+        # its high-water mark, which on a small volume is space the database itself needs.
+        cur.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+        cur.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
         cur.close()
 
     @event.listens_for(engine, "begin")

@@ -7,9 +7,9 @@ SKIP LOCKED`; SQLite: one writer), and only while its lease has expired.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 
 from . import _tables as t
 from ._base import StoreBase, response_row
@@ -25,13 +25,30 @@ class Leases(StoreBase):
 
     # -- leases -------------------------------------------------------------------------
 
-    async def claim_expired(self, owner: str, *, limit: int = 50) -> list[ResponseRow]:
-        """Take over active responses whose lease expired (or that never had one)."""
+    async def claim_expired(
+        self, owner: str, *, limit: int = 50, own: Collection[str] = ()
+    ) -> list[ResponseRow]:
+        """`claim_some` without the count of those left."""
+        return (await self.claim_some(owner, limit=limit, own=own))[0]
+
+    async def claim_some(
+        self, owner: str, *, limit: int = 50, own: Collection[str] = ()
+    ) -> tuple[list[ResponseRow], int]:
+        """Take over active responses whose lease expired (or that never had one), and those of
+        `own` still leased to `owner` (its runs that stopped on a database error: the lease
+        proves nobody else took them, so there is nothing to wait for).
+
+        `recovery_count` counts takeovers after a crash; a process taking back its own
+        response after an outage is not one (an outage must not use up a response's
+        recoveries).
+
+        Also returns how many are left to claim after these (in the same transaction): a
+        sweep that sees fewer left than it expected knows another replica claims too."""
         now = time.time()
         c = t.responses.c
-        expired = and_(
-            c.status.in_(ACTIVE_STATUSES), or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
-        )
+        lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
+        mine = and_(c.id.in_(list(own)), c.lease_owner == owner) if own else None
+        expired = and_(c.status.in_(ACTIVE_STATUSES), lapsed if mine is None else or_(lapsed, mine))
         pick = select(c.id).where(expired).order_by(c.created_at).limit(limit)
         if self.dialect == POSTGRESQL:
             pick = pick.with_for_update(skip_locked=True)
@@ -42,19 +59,50 @@ class Leases(StoreBase):
         async with self._write() as conn:
             ids = list((await conn.execute(pick)).scalars())
             if not ids:
-                return []
+                return [], 0
             stmt = (
                 update(t.responses)
                 .where(and_(c.id.in_(ids), expired))
                 .values(
                     lease_owner=owner,
                     lease_expires_at=now + self.lease_seconds,
-                    recovery_count=c.recovery_count + 1,
+                    recovery_count=c.recovery_count + (1 if mine is None else case((mine, 0), else_=1)),
                 )
                 .returning(*t.responses.c)
             )
             rows = (await conn.execute(stmt)).all()
-        return [response_row(r) for r in rows]
+            left = (await conn.execute(select(func.count()).where(expired))).scalar()
+        return [response_row(r) for r in rows], int(left or 0)
+
+    async def next_lease_expiry(self, owner: str) -> float | None:
+        """When the next lease of an active response held by another owner expires (wall
+        clock), if any: recovery sweeps then instead of polling."""
+        c = t.responses.c
+        q = select(func.min(c.lease_expires_at)).where(
+            and_(c.status.in_(ACTIVE_STATUSES), c.lease_owner != owner, c.lease_expires_at.is_not(None))
+        )
+        async with self._read() as conn:
+            value = (await conn.execute(q)).scalar()
+        return float(value) if value is not None else None
+
+    async def release_foreign_leases(self, owner: str) -> int:
+        """Expire every lease of an active response held by another owner; only for a caller
+        that knows every other owner is dead (`Store.adopt_orphans`)."""
+        c = t.responses.c
+        async with self._write() as conn:
+            res = await conn.execute(
+                update(t.responses)
+                .where(
+                    and_(
+                        c.status.in_(ACTIVE_STATUSES),
+                        c.lease_owner.is_not(None),
+                        c.lease_owner != owner,
+                        c.lease_expires_at > 0.0,
+                    )
+                )
+                .values(lease_expires_at=0.0)
+            )
+        return int(res.rowcount or 0)
 
     async def renew_leases(self, owner: str, response_ids: Sequence[str]) -> set[str]:
         """Extend the leases this owner still holds; returns the ids still owned."""

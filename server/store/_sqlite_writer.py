@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from sqlalchemy.engine import URL, Connection
 
 from . import _sql
-from ._engine import sqlite_sync_engine
+from ._engine import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT_BYTES, sqlite_path, sqlite_sync_engine
 from ._plan import Op, creation_rows, fences, plan
 from ._writer import Fenced, WriteKind, Writer
 from .records import LeaseLost, Write
@@ -40,6 +41,10 @@ _CHUNK = 128
 # A creation with more input items than this commits with a page cache of this size (negative:
 # KiB) instead of the default 2 MB (`SqliteWriter._page_cache_for`).
 _LARGE_INPUT_ROWS = 5000
+# A WAL this far past its bound after a commit is checkpointed and truncated at once
+# (`_bound_wal`), waiting this long at most for readers to let go of it.
+WAL_TRUNCATE_ABOVE_BYTES = 4 * WAL_SIZE_LIMIT_BYTES
+_CHECKPOINT_WAIT_MS = 50
 _LARGE_CACHE_KIB = -64 * 1024
 
 
@@ -92,6 +97,8 @@ class SqliteWriter(Writer):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._lease_seconds = lease_seconds
         self._conn: Connection | None = None  # opened in the thread, kept for its lifetime
+        path = sqlite_path(url)
+        self._wal = f"{path}-wal" if path is not None else None
 
     async def commit(self, kind: WriteKind, writes: Sequence[Write]) -> Fenced:
         loop = asyncio.get_running_loop()
@@ -127,6 +134,7 @@ class SqliteWriter(Writer):
             cur.execute("BEGIN IMMEDIATE")
             yield cur
             raw.commit()
+            self._bound_wal(raw)
         except BaseException:
             # Also after a failed COMMIT (a full disk): a transaction left open would refuse
             # every later BEGIN, and the writer would never commit again.
@@ -136,6 +144,24 @@ class SqliteWriter(Writer):
             raise
         finally:
             cur.close()
+
+    def _bound_wal(self, raw: sqlite3.Connection) -> None:
+        """After a commit that left the WAL well past its bound (a large input, or readers that
+        kept the automatic checkpoints from finishing), checkpoint it and truncate the file,
+        waiting for readers only briefly: on a small volume the WAL's space is the database's."""
+        if self._wal is None:
+            return
+        try:
+            if os.path.getsize(self._wal) <= WAL_TRUNCATE_ABOVE_BYTES:
+                return
+        except OSError:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            raw.execute(f"PRAGMA busy_timeout={_CHECKPOINT_WAIT_MS}")
+            try:
+                raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def _superstep(self, writes: Sequence[Write]) -> Fenced:
         """The fast path: commit `writes`; return the (response, owner) pairs fenced off."""

@@ -30,16 +30,22 @@ from sqlalchemy.exc import IntegrityError
 
 from ..observability import metrics
 from ._engine import SQLITE, Database
+from ._failures import after_failure, describe_failure, failure_cause
+from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._plan import split
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
 from .errors import DuplicateResponse, LeaseLost, StoreError, classify
+from .health import Op
 from .notify import Notifier
 from .records import Write
 from .stats import OutboxStats
 
 log = logging.getLogger("durable_responses.outbox")
+
+# Times a group whose commit failed on its connection is looked up and retried whole.
+IN_DOUBT_RETRIES = 2
 
 
 class Outbox:
@@ -160,7 +166,7 @@ class Outbox:
             self._poisoned = {r: v for r, v in self._poisoned.items() if v[0] > number}
         poisoned = self._poisoned.get((write.response_id, write.owner))
         if poisoned is not None:
-            self._fail([write], _after_failure(write.response_id, poisoned[1]))
+            self._fail([write], after_failure(write.response_id, poisoned[1]))
             return
         batch.append(write)
 
@@ -207,7 +213,7 @@ class Outbox:
                 # A response's later writes (its end) must not commit behind a failed one.
                 for w in writes:
                     if (w.response_id, w.owner) in failed:
-                        self._fail([w], _after_failure(w.response_id, failed[(w.response_id, w.owner)]))
+                        self._fail([w], after_failure(w.response_id, failed[(w.response_id, w.owner)]))
                 writes = [w for w in writes if (w.response_id, w.owner) not in failed]
             if writes:
                 failed.update(await self._commit_group(writes, kind=kind))
@@ -229,18 +235,22 @@ class Outbox:
         try:
             lost = await self._commit(writes, kind=kind)
         except Exception as exc:
+            if classify(exc) is not None:
+                writes = await self._in_doubt(writes, kind, failed)
+                if not writes:
+                    return failed
             if len(writes) == 1 and kind is WriteKind.GENERAL:
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
                 return {(writes[0].response_id, writes[0].owner): exc}
             # Retry each write alone on the general path, so one bad write cannot fail its
             # neighbours; the writes of a response behind a failed one fail with it.
-            self._fell_back(kind, _cause(exc), exc)
+            self._fell_back(kind, failure_cause(exc), exc)
             down: BaseException | None = None  # the database is unavailable: stop trying
             for w in writes:
                 key = (w.response_id, w.owner)
                 if key in failed:
-                    self._fail([w], _after_failure(w.response_id, failed[key]))
+                    self._fail([w], after_failure(w.response_id, failed[key]))
                     continue
                 if down is not None:
                     failed[key] = down
@@ -258,9 +268,16 @@ class Outbox:
                 else:
                     self._succeed([w])
             return failed
+        self._settle(writes, lost, failed)
+        return failed
+
+    def _settle(
+        self, writes: list[Write], lost: Fenced, failed: dict[tuple[str, str | None], BaseException]
+    ) -> None:
+        """A group committed: its writes succeed, but those fenced off (`lost`) fail."""
         if not lost:
             self._succeed(writes)
-            return failed
+            return
         self._succeed([w for w in writes if (w.response_id, w.owner) not in lost])
         for w in writes:
             if (w.response_id, w.owner) in lost:
@@ -268,7 +285,34 @@ class Outbox:
                 failed[(w.response_id, w.owner)] = fenced_off
                 self._fail([w], fenced_off)
                 self._poison(w, fenced_off)
-        return failed
+
+    async def _in_doubt(
+        self, writes: list[Write], kind: WriteKind, failed: dict[tuple[str, str | None], BaseException]
+    ) -> list[Write]:
+        """A group's commit failed on the connection: settle what can be told (`_in_doubt`
+        module); returns the writes left to retry one by one.
+
+        Committed after all (the reply was lost): those writes succeed, retrying them would
+        fail on their own rows. Not committed, and the database answers: the group again, at
+        once, on a new connection (a reset is not an outage: write by write over a slow
+        network would take seconds). Twice at most; otherwise, as before."""
+        for _ in range(IN_DOUBT_RETRIES):
+            found = await committed_anyway(self._db, writes)
+            if found is None:
+                return writes  # cannot tell (still unreachable): one by one, failing as it does
+            if found:
+                self._advance(self._check_continuity(found), set())
+                self._succeed(found)
+                return [w for w in writes if w not in found]
+            try:
+                lost = await self._commit(writes, kind=kind)
+            except Exception as exc:
+                if classify(exc) is None:
+                    return writes
+                continue
+            self._settle(writes, lost, failed)
+            return []
+        return writes
 
     def _fell_back(self, kind: WriteKind, cause: str, exc: BaseException | None) -> None:
         """Count a fallback from `kind`'s fast path; log it the first time for its cause."""
@@ -285,10 +329,11 @@ class Outbox:
                     "general path. Logged once per cause, counted in store.stats.fallbacks",
                     kind.value,
                     cause,
-                    _describe(exc),
+                    describe_failure(exc),
                 )
 
     def _succeed(self, writes: list[Write]) -> None:
+        self._db.health.succeeded(Op.WRITE)
         # Relays first: waking them before the writers' futures puts them ahead in the event
         # loop's queue, so what just committed goes out before a run resumes its burst.
         for w in writes:
@@ -301,15 +346,16 @@ class Outbox:
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
         if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
             exc = DuplicateResponse(writes[0].response_id)
-        if not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
-            unavailable = classify(exc)
-            if unavailable is not None:
-                log.error("outbox commit failed: %s", unavailable.log_text())
+        unavailable = classify(exc)
+        if unavailable is not None:
+            # One line per condition change (`health`), not one per failed write.
+            if unavailable is not exc:
                 metrics.database_error(unavailable.reason.value)
-                exc = unavailable
-            else:
-                log.error("outbox commit failed: %s", exc)
-                exc = StoreError(f"could not commit to the database: {exc}")
+            self._db.health.failed(unavailable, Op.WRITE)
+            exc = unavailable
+        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
+            log.error("outbox commit failed: %s", exc)
+            exc = StoreError(f"could not commit to the database: {exc}")
         self.stats.failed_writes += len(writes)
         for w in writes:
             if w.future is not None and not w.future.done():
@@ -355,7 +401,11 @@ class Outbox:
         events = sum(len(w.events) for w in writes if not lost or (w.response_id, w.owner) not in lost)
         self.stats.committed(kind, len(writes), events)
         metrics.commit(kind.value, elapsed, len(writes), events)
-        lost_ids = {rid for rid, _owner in lost}
+        self._advance(advanced, {rid for rid, _owner in lost})
+        return lost
+
+    def _advance(self, advanced: dict[str, int | None], lost_ids: set[str]) -> None:
+        """Record the last committed event of each response (`_check_continuity`'s result)."""
         for rid, seq in advanced.items():
             if rid in lost_ids:
                 continue
@@ -363,7 +413,6 @@ class Outbox:
                 self._last_seq.pop(rid, None)
             else:
                 self._last_seq[rid] = seq
-        return lost
 
 
 def _writer_for(db: Database, lease_seconds: float) -> Writer:
@@ -373,29 +422,5 @@ def _writer_for(db: Database, lease_seconds: float) -> Writer:
     return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds)
 
 
-def _cause(exc: BaseException) -> str:
-    """What a fallback is counted under: the error's kind, not its text (one line per cause)."""
-    unavailable = classify(exc)
-    if unavailable is not None:
-        return f"unavailable:{unavailable.reason.value}"
-    orig = getattr(exc, "orig", None)
-    inner = orig.__cause__ if isinstance(orig, BaseException) and orig.__cause__ is not None else orig
-    return type(inner if isinstance(inner, BaseException) else exc).__name__
-
-
-def _describe(exc: BaseException) -> str:
-    unavailable = classify(exc)
-    return unavailable.log_text() if unavailable is not None else str(exc).splitlines()[0][:300]
-
-
 def _awaited(w: Write) -> bool:
     return w.urgent or w.checkpoint is not None or w.create is not None or w.finish is not None
-
-
-def _after_failure(response_id: str, exc: BaseException) -> BaseException:
-    if isinstance(exc, LeaseLost):
-        return LeaseLost(response_id)
-    unavailable = classify(exc)
-    if unavailable is not None:
-        return unavailable  # the same condition: a caller can tell a retry may succeed
-    return StoreError(f"an earlier write of response {response_id} could not be committed: {exc}")

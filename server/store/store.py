@@ -29,11 +29,13 @@ from . import _pg_listen
 from . import _tables as t
 from ._base import response_row, write_all
 from ._checkpoints import Checkpoints
-from ._engine import POSTGRESQL, ConnectionOptions, Database, open_database
+from ._engine import POSTGRESQL, ConnectionOptions, Database, open_database, sqlite_path
 from ._leases import Leases
+from ._lockfile import LockFile
 from ._requests import RequestsAndConversations
 from .conversations import ConversationStore
 from .errors import classify
+from .health import DatabaseHealth
 from .notify import Notifier
 from .ops import OpsStore
 from .outbox import Outbox
@@ -68,6 +70,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         self.lease_seconds = lease_seconds
         self.instance = uuid.uuid4().hex
         self._listener: _pg_listen.PgListener | None = None
+        self._lock: LockFile | None = None
         self.outbox = Outbox(
             db, self.notifier, commit_window=commit_window, max_batch=max_batch, lease_seconds=lease_seconds
         )
@@ -82,13 +85,21 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         """A store on `url`; `connection`: pool sizes, timeouts, LISTEN's URL, a token provider."""
         return cls(open_database(url, options=connection), **kwargs)
 
-    async def start(self) -> None:
+    async def start(self, owner: str | None = None) -> None:
         """Start the outbox (and, on PostgreSQL, LISTEN). Decides whether prepared statements
         survive (a probe, when the URL leaves it open) unless the database is unreachable now:
-        then the first connection decides."""
+        then the first connection decides.
+
+        On an SQLite file, `owner` (the lease owner this process will be) takes the file's
+        lock (`_lockfile`): when it proves that no other process is alive, the leases their
+        dead predecessors held are expired at once, so recovery resumes their responses now
+        instead of a lease later."""
         self.outbox.start()
         self.retention.start()
-        if self.dialect != POSTGRESQL or self._listener is not None:
+        if self.dialect != POSTGRESQL:
+            await self._lock_file(owner)
+            return
+        if self._listener is not None:
             return
         assert self.db.pg is not None
         try:
@@ -107,6 +118,30 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
             return
         self._listener = _pg_listen.PgListener(self.db.listen, self.notifier, self.instance)
         self._listener.start()
+
+    async def _lock_file(self, owner: str | None) -> None:
+        path = sqlite_path(self.db.url)
+        if path is None or owner is None or self._lock is not None:
+            return
+        self._lock = LockFile(path)
+        if self._lock.acquire():
+            try:
+                released = await self.release_foreign_leases(owner)
+            except Exception as exc:  # the database is unusable now: leases expire as usual
+                log.warning("store: could not take over the responses of dead processes now: %s", exc)
+            else:
+                if released:
+                    log.warning(
+                        "store: this process is alone on %s: the %d in-flight responses of the processes "
+                        "before it are resumed now (no lease wait)",
+                        path,
+                        released,
+                    )
+        for _ in range(1000):  # another store is starting on this file: it takes milliseconds
+            if self._lock.share():
+                return
+            await asyncio.sleep(0.01)
+        log.warning("store: could not share the lock on %s.lock; its leases expire as usual", path)
 
     @property
     def cross_process_wakeups(self) -> bool:
@@ -136,6 +171,9 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
     async def close(self) -> None:
         await self.retention.stop()
         await self.outbox.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -144,6 +182,22 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
     async def ping(self) -> None:
         async with self._read() as conn:
             await conn.execute(text("SELECT 1"))
+
+    @property
+    def health(self) -> DatabaseHealth:
+        """Whether reads and writes work, as this process's own operations found them."""
+        return self.db.health
+
+    async def probe_write(self) -> None:
+        """A write that needs the database to accept one: a transaction that commits a change
+        (SQLite rewrites its header's `user_version`, a page in the WAL; PostgreSQL assigns a
+        transaction id, so a standby refuses it and a full disk fails its commit record)."""
+        async with self._write() as conn:
+            if self.dialect == POSTGRESQL:
+                await conn.execute(text("SELECT txid_current()"))
+            else:
+                version = (await conn.execute(text("PRAGMA user_version"))).scalar_one()
+                await conn.execute(text(f"PRAGMA user_version = {int(version)}"))
 
     # -- outbox -------------------------------------------------------------------------
 

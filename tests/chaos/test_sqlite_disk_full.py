@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .checks import Issue15Gap, Scenario, check_readiness, fmt_s
+from .checks import Scenario, check_readiness, fmt_s
 from .conftest import Replicas, SmallVolume
 from .flow import Logs, check_disruption, conclude, start_load, wait_ticking
 from .harness import DbWatch, LogScan, Prober
@@ -30,12 +30,6 @@ def _size(path: Path) -> int:
         return 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Issue15Gap,
-    reason="issue 15: a full disk is a 500 (x-should-retry: false) with tracebacks; /readiness stays 200; "
-    "streams die; responses stay stuck or fail after space is freed",
-)
 def test_sqlite_disk_full_then_freed(small_volume: Callable[[str], SmallVolume], replicas: Replicas) -> None:
     """Proves: nothing lost or duplicated, every response completes once space is back (first
     resumed event within 1 s, none stuck or failed); while the disk is full every error is a

@@ -1,0 +1,103 @@
+"""Issue 15 at the HTTP surface: a database that cannot be used is a 503 with `Retry-After` and
+`x-should-retry: true` on every route, `/readiness` fails, an open SSE stream ends cleanly,
+and the server logs the condition, never a traceback per request."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from server.store import DatabaseUnavailable, Unavailable
+from tests.support.inprocess import InProcessServer
+
+COUNTDOWN = "server.examples.countdown:countdown"
+
+
+def _down(*_a: Any, **_k: Any) -> Any:
+    raise DatabaseUnavailable(Unavailable.UNREACHABLE, "ConnectionRefusedError: [Errno 111] refused")
+
+
+def _assert_503(r: httpx.Response) -> None:
+    assert r.status_code == 503, (r.status_code, r.text)
+    assert r.headers["retry-after"] == "1"
+    assert r.headers["x-should-retry"] == "true"
+    body = r.json()["error"]
+    assert body["code"] == "database_unavailable" and "database" in body["message"], body
+
+
+def test_every_route_answers_503_with_retry_after_while_the_database_is_down(tmp_path: Path) -> None:
+    with InProcessServer(f"sqlite:///{tmp_path / 'f.db'}") as srv:
+        base = srv.base_url
+        r = httpx.post(f"{base}/v1/responses", json={"model": "m", "input": "hi", "background": True})
+        assert r.status_code == 200
+        rid = r.json()["id"]
+        assert srv.service is not None
+        store: Any = srv.service.host.store
+        broken = {
+            name: getattr(store, name)
+            for name in ("get_response", "ping", "insert_response", "read_events", "list_conversation_items")
+            if hasattr(store, name)
+        }
+        for name in broken:
+            setattr(store, name, _down)
+        try:
+            _assert_503(httpx.post(f"{base}/v1/responses", json={"model": "m", "input": "x"}))
+            _assert_503(httpx.get(f"{base}/v1/responses/{rid}"))
+            _assert_503(httpx.get(f"{base}/v1/responses/{rid}", params={"stream": "true"}))
+            _assert_503(httpx.post(f"{base}/v1/responses/{rid}/cancel"))
+            _assert_503(httpx.delete(f"{base}/v1/responses/{rid}"))
+            _assert_503(httpx.get(f"{base}/v1/responses/{rid}/input_items"))
+            ready = httpx.get(f"{base}/readiness")
+            assert ready.status_code == 503 and "unreachable" in ready.json()["reason"]
+        finally:
+            for name, fn in broken.items():
+                setattr(store, name, fn)
+        assert httpx.get(f"{base}/readiness").status_code == 200
+        assert "Traceback" not in srv.log() and "unhandled error" not in srv.log(), srv.log()
+
+
+def test_an_open_stream_ends_cleanly_on_a_store_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The relay's read fails: the SSE body ends normally (no broken chunked encoding), the
+    client resumes later with Last-Event-ID and gets the rest, nothing twice; nothing is left
+    for asyncio to complain about (a never-retrieved task, an async generator closed late)."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    with InProcessServer(f"sqlite:///{tmp_path / 's.db'}", COUNTDOWN) as srv:
+        base = srv.base_url
+        assert srv.service is not None
+        store: Any = srv.service.host.store
+        body = {"model": "c", "input": "12 delay=0.05", "background": True, "stream": True}
+        seen: list[int] = []
+        with httpx.stream("POST", f"{base}/v1/responses", json=body, timeout=30) as s:
+            for line in s.iter_lines():  # ends without an exception: a clean end
+                if line.startswith("id:"):
+                    seen.append(int(line[3:]))
+                    if len(seen) == 4:
+                        store.notifier.tail_after = lambda *_a: None  # every batch is read
+                        store.read_events = _down
+        assert 4 <= len(seen) and seen == sorted(seen)
+        del store.notifier.tail_after, store.read_events  # the instance attributes: the methods again
+        rid = None
+        for _ in range(200):
+            listed = httpx.get(f"{base}/v1/admin/responses", params={"limit": 5}).json()["data"]
+            if listed and listed[0]["status"] == "completed":
+                rid = listed[0]["id"]
+                break
+            time.sleep(0.05)
+        assert rid is not None
+        rest = httpx.get(
+            f"{base}/v1/responses/{rid}", params={"stream": "true"}, headers={"last-event-id": str(seen[-1])}
+        )
+        ids = [int(ln[3:]) for ln in rest.text.splitlines() if ln.startswith("id:")]
+        assert ids and ids[0] == seen[-1] + 1 and "response.completed" in rest.text
+        assert "Traceback" not in srv.log() and "Exception in ASGI" not in srv.log(), srv.log()
+        gc.collect()
+        time.sleep(0.2)
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
