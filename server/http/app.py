@@ -110,7 +110,8 @@ def _depth_exceeds(value: object, limit: int) -> bool:
 
 def error_response(exc: errors.ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
     h = dict(headers or {})
-    if exc.status in (400, 401, 404, 409, 413, 422):
+    # The openai SDKs retry 409 and 5xx unless told not to: none of these gets better by itself.
+    if exc.status in (400, 401, 404, 409, 413, 422, 501):
         h.setdefault("x-should-retry", "false")
     if exc.retry_after is not None:
         # Whole seconds (RFC 9110); the openai SDKs honour both headers.

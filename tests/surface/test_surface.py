@@ -55,6 +55,9 @@ def test_compact_and_input_tokens(srv: InProcessServer) -> None:
         assert err.value.status_code == 501 and "does not offer" in err.value.message
     for path in ("/v1/responses/compact", "/responses/input_tokens"):
         assert httpx.post(srv.base_url + path, json={}).status_code != 405
+    # Not offered is final: the SDKs would otherwise retry a 501 twice.
+    refused = httpx.post(srv.base_url + "/responses/input_tokens", json={"model": "any", "input": "x"})
+    assert refused.status_code == 501 and refused.headers["x-should-retry"] == "false"
 
 
 def test_cors_preflight_allows_what_a_browser_client_sends(srv: InProcessServer) -> None:
