@@ -47,6 +47,16 @@ class Sizes:
     recovery_input: str = "3 delay=0.5"
     recovery_kill_after_s: float = 0.3
     recovery_timeout_s: float = 60.0  # ours finish in ~20 s (15 s of it the dead lease)
+    # Live capacity (issue 17): streams at once per step, until a step misses the bound; the
+    # issue's measurement found the floor at 100, ours at 50, the existing host at 0-25.
+    live_steps: tuple[int, ...] = (25, 50, 75, 100, 150, 200, 300)
+    live_tokens: int = 100
+    live_interval_ms: float = 20.0
+    live_bound_ms: float = 50.0  # p99 added inter-token delay
+    # The step whose CPU per token the table compares (every host runs it, pass or not).
+    live_cpu_n: int = 50
+    # A step's streams take 2 s at the model's pace; a host far past its capacity is cut.
+    live_step_timeout_s: float = 60.0
 
     @classmethod
     def quick(cls) -> Sizes:
@@ -58,4 +68,6 @@ class Sizes:
             base_reps=3,
             growth_deadline_s=30.0,
             recovery=20,
+            live_steps=(10, 25),
+            live_cpu_n=25,
         )

@@ -139,6 +139,30 @@ def rows(sizes: Sizes) -> list[Row]:
         ),
         Row("recovery: completed with wrong output", "", _dig("recovery", "wrong_output"), "{}"),
     ]
+    b, k = sizes.live_bound_ms, sizes.live_cpu_n
+    out += [
+        Row(
+            f"live capacity: most streams with p99 added inter-token delay < {b:.0f} ms",
+            "high",
+            _dig("capacity", "max_n"),
+            "{}",
+            since=17,
+        ),
+        Row(
+            f"live capacity: CPU per 1,000 tokens at {k} streams, ms",
+            "low",
+            _dig("capacity", "cpu_per_1000_tokens_ms"),
+            "{:.0f}",
+            since=17,
+        ),
+        Row(
+            f"live capacity: p99 added inter-token delay at {k} streams, ms",
+            "low",
+            _dig("capacity", "p99_added_at_cpu_n_ms"),
+            "{:.1f}",
+            since=17,
+        ),
+    ]
     for row in out:
         if row.label.startswith("recovery"):
             row.floor = False

@@ -50,9 +50,12 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
             res["errors"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
         log(f"{host.key} {name}: {time.perf_counter() - t:.1f} s")
 
-    for app, label, group in scenarios.sessions(want):
-        if host.recovery_skip and any("recovery" in s.names for s in group):
-            res["recovery"] = {"skipped": host.recovery_skip}
+    for app, label, wanted in scenarios.sessions(want):
+        skipped = {n: why for s in wanted for n in s.names if (why := host.skip(n))}
+        for name, why in skipped.items():
+            res[name] = {"skipped": why}
+        group = [s for s in wanted if not set(s.names) & set(skipped)]
+        if not group:
             continue
 
         def session(app: str = app, label: str = label, group: list[scenarios.Scenario] = group) -> None:

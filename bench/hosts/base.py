@@ -55,6 +55,8 @@ class Host:
     delivery: str = ""
     # Where its sessions keep their state (set by `prepare`).
     work: Path = field(default_factory=Path, repr=False)
+    # The scenarios this column runs (None: every one); the `--workers 2` column runs `capacity` only.
+    only: tuple[str, ...] | None = None
 
     @property
     def tags(self) -> set[str]:
@@ -69,6 +71,12 @@ class Host:
     def recovery_skip(self) -> str | None:
         """Why the recovery scenario does not apply to this host, if it does not."""
         return None
+
+    def skip(self, scenario: str) -> str | None:
+        """Why this column does not run `scenario` (a name of `NAMES`), if it does not."""
+        if self.only is not None and scenario not in self.only:
+            return "not run for this column"
+        return self.recovery_skip if scenario == "recovery" else None
 
     def prepare(self, work: Path) -> None:
         """Install what the host needs and note where its sessions keep their state."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -106,6 +107,15 @@ class OursHost(Host):
     def rounds(self, sizes: Sizes) -> int:
         return sizes.ours_reps_factor
 
+    def skip(self, scenario: str) -> str | None:
+        if scenario == "capacity" and self.delivery == "durable":
+            return "durable delivery shows a superstep's tokens when its checkpoint commits"
+        return super().skip(scenario)
+
+    @property
+    def workers(self) -> int:
+        return int(self.args[self.args.index("--workers") + 1]) if "--workers" in self.args else 1
+
     @contextmanager
     def session(self, app: str, name: str) -> Iterator[OursSession]:
         workdir = self.work / name
@@ -115,7 +125,23 @@ class OursHost(Host):
             )
             database = postgres.database_name(url) if self.dialect == "postgresql" else None
             with serving(srv):
+                _wait_listening(srv.port, self.workers)
                 yield OursSession(srv, self.body, url, database)
+
+
+def _wait_listening(port: int, n: int, timeout: float = 60) -> None:
+    """Until `n` sockets listen on `port` (every worker of `--workers n`: the first one answers
+    /readiness before the others listen, and keep-alive connections stay where they landed)."""
+    if n <= 1:
+        return
+    needle = f":{port:04X} 00000000:0000 0A"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = Path("/proc/net/tcp").read_text() + Path("/proc/net/tcp6").read_text()
+        if text.count(needle) >= n:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{n} workers did not all listen on port {port} within {timeout:.0f} s")
 
 
 def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
@@ -134,4 +160,19 @@ def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
                     lease_s=lease_s,
                 )
             )
+    # `serve --workers 2` on PostgreSQL (live delivery), for live capacity only: N processes on
+    # one port, one replica each, so capacity can grow with the machine's cores.
+    out.append(
+        OursHost(
+            "postgresql-live-w2",
+            "ours, PostgreSQL live, --workers 2",
+            "ours",
+            body=dict(body),
+            dialect="postgresql",
+            delivery="live",
+            lease_s=lease_s,
+            args=("--workers", "2"),
+            only=("capacity",),
+        )
+    )
     return out

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.config import Sizes
 from bench.hosts.base import Host, Session
-from bench.scenarios import burst, concurrent, recovery, steps
+from bench.scenarios import burst, concurrent, live, recovery, steps
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Scenario:
         return cls(tuple(module.NAMES), str(module.APP), module.run)
 
 
-SCENARIOS: list[Scenario] = [Scenario.of(m) for m in (burst, concurrent, steps, recovery)]
+SCENARIOS: list[Scenario] = [Scenario.of(m) for m in (burst, concurrent, steps, recovery, live)]
 NAMES: tuple[str, ...] = tuple(n for s in SCENARIOS for n in s.names)
 
 
