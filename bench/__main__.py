@@ -11,6 +11,7 @@
 Usage: python -m bench [--quick] [--only burst,countdown,...,floor,existing-resilient,sqlite-live,...]
        python -m bench quick        (the first, ours-only benchmark: bench/quick.py)
        python -m bench ops          (tracing off/on, bytes per response, retention: bench/ops.py)
+       python -m bench profile      (py-spy of ours in the live-capacity scenario: bench/profile.py)
 """
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ if __name__ == "__main__":
         from bench.ops import main as ops_main
 
         ops_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["profile"]:
+        from bench.profile import main as profile_main
+
+        profile_main(sys.argv[2:])
     elif sys.argv[1:2] == ["quick"]:
         from bench.quick import main as quick_main
 

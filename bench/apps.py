@@ -15,6 +15,7 @@ from agent_framework import (
     WorkflowBuilder,
     WorkflowContext,
     handler,
+    response_handler,
 )
 
 # agent-framework stops a workflow after 100 supersteps by default: the cost-growth benchmark runs 1001.
@@ -165,3 +166,26 @@ def tokens() -> Workflow:
     """The live-capacity workflow: one agent streaming "N interval=MS" tokens (100, 20 ms)."""
     m = _Model()
     return WorkflowBuilder(name="tokens", start_executor=m, output_from=[m]).build()
+
+
+class _Ask(Executor):
+    """Pauses at once on a request for input (the footprint of a response awaiting a human)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="ask")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[None, str]) -> None:
+        await ctx.request_info(
+            request_data=f"Approve: {messages[-1].text if messages else ''}", response_type=str
+        )
+
+    @response_handler
+    async def answered(self, original: str, answer: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(f"decision: {answer}")
+
+
+def asks() -> Workflow:
+    """One executor that asks for approval before it answers (human-in-the-loop)."""
+    a = _Ask()
+    return WorkflowBuilder(name="asks", start_executor=a, output_from=[a]).build()

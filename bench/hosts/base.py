@@ -32,6 +32,11 @@ class ServerSession(Session, Protocol):
     @property
     def base_url(self) -> str: ...
 
+    @property
+    def pid(self) -> int:
+        """The server's process (the supervisor of `--workers`)."""
+        ...
+
     def kill(self) -> None:
         """`kill -9` the server."""
         ...
@@ -39,6 +44,10 @@ class ServerSession(Session, Protocol):
     def start(self) -> Any:
         """Start it again: same port, same database or state directory."""
         ...
+
+
+# Scenarios of ours alone: replays of the event log and what a response leaves in the database.
+OURS_ONLY = ("long", "footprint")
 
 
 @dataclass
@@ -76,6 +85,8 @@ class Host:
         """Why this column does not run `scenario` (a name of `NAMES`), if it does not."""
         if self.only is not None and scenario not in self.only:
             return "not run for this column"
+        if scenario in OURS_ONLY and self.kind != "ours":
+            return "ours only"
         return self.recovery_skip if scenario == "recovery" else None
 
     def prepare(self, work: Path) -> None:
