@@ -49,19 +49,22 @@ class Sizes:
     recovery_timeout_s: float = 60.0  # ours finish in ~20 s (15 s of it the dead lease)
     # Live capacity (issue 17): streams at once per step, until a step misses the bound; the
     # issue's measurement found the floor at 100, ours at 50, the existing host at 0-25.
-    live_steps: tuple[int, ...] = (10, 25, 50, 75, 100, 150, 200, 300)
+    live_steps: tuple[int, ...] = (10, 25, 50, 75, 100, 150, 200)
     live_tokens: int = 100
     live_interval_ms: float = 20.0
     live_bound_ms: float = 50.0  # p99 added inter-token delay
     # The step whose CPU per token the table compares (every host runs it, pass or not).
-    live_cpu_n: int = 50
+    live_cpu_n: int = 25
     # A step's streams take 2 s at the model's pace; a host far past its capacity is cut.
     live_step_timeout_s: float = 60.0
     # Long responses: events per response (about; the token count is this less 9).
     long_events: tuple[int, ...] = (1_000, 10_000, 100_000)
-    # Footprint: responses in flight (and paused) at once; finished responses per bytes figure.
-    footprint_idle: int = 1000
-    footprint_bytes_n: int = 5
+    # Footprint: responses paused awaiting input at once (issue 17's 1,000), responses in flight
+    # at once (500: each holds a lease renewed every 5 s, and the full run must fit 15 minutes),
+    # finished responses per bytes figure (3: each figure is a difference of sizes, not a time).
+    footprint_paused: int = 1000
+    footprint_idle: int = 500
+    footprint_bytes_n: int = 3
 
     @classmethod
     def quick(cls) -> Sizes:
@@ -76,6 +79,7 @@ class Sizes:
             live_steps=(10, 25),
             live_cpu_n=25,
             long_events=(1_000, 10_000),
+            footprint_paused=100,
             footprint_idle=100,
             footprint_bytes_n=2,
         )

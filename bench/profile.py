@@ -7,7 +7,10 @@ collapsed stacks, idle frames left out). Each sample is charged to the innermost
 repository's `server/` package on its stack (the library work that module asked for included:
 a `json.dumps` under `protocol/sse.py` is the SSE encoding's), or, with no `server/` frame on the
 stack, to the innermost frame's package (agent-framework's own work, the event loop, uvicorn's
-HTTP parsing). Prints the table of shares and the top functions by own time.
+HTTP parsing). Frames that only hand control over (the entry, a run's task, `Driver.drive`'s
+pull of the framework's stream, the restorable agent's pass-through) are skipped, so the
+framework's own work under them counts as the framework's. Prints the table of shares and the
+top functions by own time.
 """
 
 from __future__ import annotations
@@ -33,25 +36,38 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:]+):\d+\)$")
 
 
 def _bucket(file: str) -> str:
-    root = str(ROOT / "server") + "/"
-    if file.startswith(root):
-        return "server/" + file[len(root) :]
-    for marker, name in (
-        ("agent_framework", "agent_framework"),
-        ("uvicorn", "uvicorn"),
-        ("starlette", "starlette"),
-        ("sse_starlette", "sse_starlette"),
-        ("sqlalchemy", "sqlalchemy"),
-        ("asyncpg", "asyncpg"),
-        ("pydantic", "pydantic"),
-        ("opentelemetry", "opentelemetry"),
-        ("asyncio", "asyncio"),
-        ("uvloop", "uvloop"),
-        ("httptools", "httptools"),
-    ):
-        if f"/{marker}/" in file or f"{marker}." in Path(file).name:
-            return name
-    return "other: " + Path(file).name
+    """py-spy names a frame's file by its path under sys.path (`server/store/outbox.py`,
+    `agent_framework/_types.py`, `asyncio/tasks.py`): ours by module, the rest by package."""
+    root = str(ROOT) + "/"
+    file = file[len(root) :] if file.startswith(root) else file
+    if file.startswith("server/"):
+        return file
+    head = file.split("/", 1)[0]
+    return head if "/" in file else "other: " + file
+
+
+# Frames of ours that only hand control to the framework or the event loop (the process's entry,
+# a run's task, the stream the driver pulls, the restorable agent's pass-through): what runs
+# under them is charged to whoever does the work, not to them.
+_PASS_THROUGH = {
+    ("server/cli.py", None),
+    ("server/__main__.py", None),
+    ("server/runtime/run.py", None),
+    ("server/runtime/_af_private.py", "_RestoreForwardingMixin._run_core"),
+    ("server/runtime/drive.py", "Driver.drive"),
+    # ASGI middleware: the response's bytes go to uvicorn's transport through them.
+    ("server/http/telemetry.py", "HttpTelemetry.__call__"),
+    ("server/http/platform.py", "PlatformHeaders.__call__"),
+}
+
+
+def _transparent(frame: re.Match[str]) -> bool:
+    """A frame of `_PASS_THROUGH` (its function, or one defined inside it: `.<locals>.`)."""
+    file, func = _bucket(frame["file"]), frame["func"]
+    return any(
+        f == file and (fn is None or func == fn or func.startswith(fn + ".<locals>."))
+        for f, fn in _PASS_THROUGH
+    )
 
 
 def summarize(raw: Path) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
@@ -70,8 +86,14 @@ def summarize(raw: Path) -> tuple[int, list[tuple[str, int]], list[tuple[str, in
         total += n
         leaf = frames[-1]
         leaves[f"{leaf['func']} ({_bucket(leaf['file'])})"] += n
-        ours = [f for f in frames if _bucket(f["file"]).startswith("server/")]
-        buckets[_bucket(ours[-1]["file"]) if ours else _bucket(leaf["file"])] += n
+        ours = [f for f in frames if _bucket(f["file"]).startswith("server/") and not _transparent(f)]
+        if ours:
+            where = _bucket(ours[-1]["file"])
+        else:
+            # A standard-library leaf (copy.deepcopy) is charged to the package that called it.
+            named = [b for b in (_bucket(f["file"]) for f in frames) if not b.startswith("other: ")]
+            where = named[-1] if named else _bucket(leaf["file"])
+        buckets[where] += n
     return total, buckets.most_common(), leaves.most_common(25)
 
 
@@ -91,7 +113,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--out", type=Path, help="keep the raw collapsed stacks here")
+    ap.add_argument("--summarize", type=Path, help="only print the tables of saved raw stacks")
     args = ap.parse_args(argv)
+    if args.summarize:
+        _print(*summarize(args.summarize))
+        return
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
         work = Path(tmp)
@@ -123,6 +149,33 @@ def main(argv: list[str] | None = None) -> None:
                 postgres.drop_database(url)
         total, buckets, leaves = summarize(raw)
     log(f"{tokens} tokens in {wall:.1f} s, {total} samples at {args.rate}/s")
+    _print(total, buckets, leaves)
+
+
+_GROUPS = (
+    ("ours (`server/`)", ("server/",)),
+    ("agent-framework", ("agent_framework",)),
+    ("the event loop and threads (asyncio, concurrent, contextvars)", ("asyncio", "concurrent", "context")),
+    ("HTTP (uvicorn, starlette, sse-starlette, anyio)", ("uvicorn", "starlette", "sse_starlette", "anyio")),
+    ("the app (bench/apps.py)", ("bench",)),
+)
+
+
+def groups(buckets: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    out = {name: 0 for name, _ in _GROUPS}
+    out["other"] = 0
+    for where, n in buckets:
+        name = next((g for g, prefixes in _GROUPS if where.startswith(prefixes)), "other")
+        out[name] += n
+    return list(out.items())
+
+
+def _print(total: int, buckets: list[tuple[str, int]], leaves: list[tuple[str, int]]) -> None:
+    print("| whose work | share of samples |")
+    print("|---|---|")
+    for name, n in groups(buckets):
+        print(f"| {name} | {100 * n / total:.1f}% |")
+    print()
     print("| where (innermost `server/` module on the stack, else the package) | share of samples |")
     print("|---|---|")
     for name, n in buckets[:20]:

@@ -174,11 +174,18 @@ def rows(sizes: Sizes) -> list[Row]:
 
         return get
 
+    def length_value(key: str) -> Callable[[dict[str, Any]], Any]:
+        def get(r: dict[str, Any]) -> Any:
+            ls = (r.get("long") or {}).get("lengths") or {}
+            return (ls.get(top) or ls.get(str(top)) or {}).get(key)
+
+        return get
+
     long_rows = [
         Row(
             f"long response, {top:,} events: create, ms per event",
             "low",
-            length("create", "per_event_ms"),
+            length_value("create_ms_per_event"),
             "{:.4f}",
         ),
         Row(
@@ -190,7 +197,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"long response: full replay of {top:,}: time to first byte, ms", "low", length("full", "ttfb_ms")
         ),
-        Row("long response: full replay, ms per event", "low", length("full", "per_event_ms"), "{:.4f}"),
+        Row("long response: full replay, ms per event", "low", length_value("replay_ms_per_event"), "{:.4f}"),
         Row(
             f"long response: full replay, slowest / fastest per event of {lens}",
             "low",
@@ -225,7 +232,7 @@ def rows(sizes: Sizes) -> list[Row]:
             "{:.0f}",
         ),
         Row(
-            f"footprint: memory per response paused awaiting input ({sizes.footprint_idle:,}), KB",
+            f"footprint: memory per response paused awaiting input ({sizes.footprint_paused:,}), KB",
             "low",
             _dig("footprint", "paused", "kb_per_response"),
             "{:.0f}",

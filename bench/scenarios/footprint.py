@@ -4,8 +4,8 @@ Ours only, one server session per workflow (the scenario opens the extra ones th
 - **idle in flight** (`ticks` "1 delay=600": a run whose superstep waits, like a slow tool or
   model): the server's resident memory above its level before, over `Sizes.footprint_idle`
   background responses all in flight at once, per response;
-- **paused awaiting input** (`asks`: the workflow pauses at once on `request_info`): the same
-  count of background responses, each ended on its pending request (a paused response is not
+- **paused awaiting input** (`asks`: the workflow pauses at once on `request_info`):
+  `Sizes.footprint_paused` background responses, each ended on its pending request (a paused response is not
   in flight in this server: its checkpoint and pending request are rows, its run is gone):
   memory above before, and database bytes, per response;
 - **database bytes per finished response** of the 1000-output burst and the 100-superstep
@@ -56,8 +56,8 @@ def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 async def _create(base: str, text: str, n: int, *, stream: bool = False) -> list[dict[str, Any]]:
-    """n background responses to `text` (20 requests at a time); their JSON (or stream ends)."""
-    sem = asyncio.Semaphore(20)
+    """n background responses to `text` (50 requests at a time); their JSON (or stream ends)."""
+    sem = asyncio.Semaphore(50)
     out: list[dict[str, Any]] = []
     async with httpx.AsyncClient(base_url=base, timeout=300) as c:
 
@@ -111,7 +111,7 @@ def _idle(session: OursSession, sizes: Sizes) -> dict[str, Any]:
 
 
 def _paused(host: Host, sizes: Sizes) -> dict[str, Any]:
-    n = sizes.footprint_idle
+    n = sizes.footprint_paused
     with host.session("asks", "footprint-asks") as s:
         assert isinstance(s, OursSession)
         url = s.database_url
