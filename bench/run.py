@@ -70,7 +70,12 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
 def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict[str, dict[str, Any]]:
     for h in hosts:
         h.prepare(work)
-    paired = [h for h in hosts if h.kind in ("ours", "floor") or h.key == "existing-plain"]
+    # A column restricted to other scenarios (`Host.only`: the `--workers 2` one) stays out.
+    paired = [
+        h
+        for h in hosts
+        if (h.kind in ("ours", "floor") or h.key == "existing-plain") and h.skip("burst") is None
+    ]
     paired_burst: dict[str, Any] = {}
     if "burst" in want and len(paired) > 1:
         log("--- 1000-output burst, " + ", ".join(h.label for h in paired) + ": requests alternating")
@@ -80,7 +85,7 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
         except Exception as exc:
             log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
     # The floor's countdown against ours, interleaved (the per-column countdowns still run).
-    with_floor = [h for h in hosts if h.kind in ("ours", "floor")]
+    with_floor = [h for h in hosts if h.kind in ("ours", "floor") and h.skip("countdown") is None]
     paired_steps: dict[str, Any] = {}
     if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
         log("--- countdown, " + ", ".join(h.label for h in with_floor) + ": pairs alternating")
