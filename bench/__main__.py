@@ -56,7 +56,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Nam
     ap.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs, databases)")
-    ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (60)")
+    ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (45)")
     ap.add_argument("--render", type=Path, help="only print the report of a saved run (bench/results/*.json)")
     ap.add_argument(
         "--render-readme", action="store_true", help="with --render: also put it in bench/README.md"

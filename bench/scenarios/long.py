@@ -9,7 +9,7 @@ the framework alone ~25 s and the run would not fit its 15 minutes; a burst's ou
 each length:
 - **create**: ms per event of the creating stream, beyond a 1-output response created just before
   it (the fixed cost of a response subtracted: the difference of the pair over its difference in
-  events; the median of 5 pairs at 1,000 events, 2 at 10,000, 1 at 100,000);
+  events; the median of 3 pairs at 1,000 events, 2 at 10,000, 1 at 100,000);
 - **full replay**: `GET /responses/{id}?stream=true` from the start: time to first byte, ms per
   event (paired the same way with the 1-output response's replay), and the server's resident
   memory above its level before the replay (peak, sampled every 5 ms: bench/memory.py);
@@ -134,7 +134,7 @@ def run(session: Session, host: Host, sizes: Sizes, want: set[str]) -> dict[str,
     asyncio.run(_length(session.base_url, pid, body, 50, 1))  # warm: the first replay's caches
     for n in sizes.long_events:
         # More pairs where a pair's difference is small (at 1,000 events, ~10 ms on SQLite).
-        reps = max(1, min(5, 100_000 // (n * 4)))
+        reps = max(1, min(3, 100_000 // (n * 4)))
         r = asyncio.run(_length(session.base_url, pid, body, max(1, (n - 4) // 6), reps))
         out["lengths"][n] = r
         log(
