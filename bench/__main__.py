@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         info["commit"] = (
             f"{commit_at_start} at the start, {info['commit']} at the end (the code changed during the run)"
         )
-    text = report.render(hosts, results, sizes, cmd, elapsed, info, args.ours_foreground)
-    print()
-    print(text)
-
+    # The raw results first: a report that fails must not lose a run (`--render` reads them back).
     RESULTS_DIR.mkdir(exist_ok=True)
     raw = {
         "command": cmd,
@@ -130,6 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     (RESULTS_DIR / f"side-by-side-{stamp}.json").write_text(json.dumps(raw, indent=1, default=str))
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1, default=str))
+    text = report.render(hosts, results, sizes, cmd, elapsed, info, args.ours_foreground)
+    print()
+    print(text)
     full = not (
         args.quick or tokens or args.ours_foreground or args.recovery_timeout or args.lease_seconds != 15.0
     )
