@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.config import Sizes
 from bench.hosts.base import Host
-from bench.rows import flatness, num, ratio, rows
+from bench.rows import capacity_n, flatness, num, ratio, rows
 
 TIMES, DASH = "\u00d7", "\u2013"
 FLOOR = "floor-agent"
@@ -150,7 +150,7 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
             f"{_mark(None if x is None else x <= 0.5)} {t.label}: CPU per token at most 0.5{TIMES} the "
             f"{name} existing host's ({fmt_ratio(x)})"
         )
-    n, fn = num(mine.get("max_n")), num(floor.get("max_n"))
+    n, fn = num(capacity_n(results[t.key])), num(capacity_n(results.get(FLOOR, {})))
     x = n / fn if n is not None and fn else None
     out.append(
         f"{_mark(None if x is None else x >= 0.8)} {t.label}: live streams at the bound at least 0.8{TIMES} "
@@ -165,7 +165,7 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
             ),
             None,
         )
-        base = num((results.get(one.key, {}).get("capacity") or {}).get("max_n")) if one else None
+        base = num(capacity_n(results.get(one.key, {}))) if one else None
         x = n / base if n is not None and base else None
         out.append(
             f"{_mark(None if x is None else x >= 1.6)} {t.label}: live streams at least 1.6{TIMES} one "

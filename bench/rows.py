@@ -50,6 +50,14 @@ def growth_ms(n: int) -> Callable[[dict[str, Any]], Any]:
     return get
 
 
+def capacity_n(r: dict[str, Any]) -> int | None:
+    """The most streams of a step that passed (bench/scenarios/live.py); 0 when none did."""
+    steps = (r.get("capacity") or {}).get("steps")
+    if not steps:
+        return None
+    return max((int(n) for n, s in steps.items() if s.get("passed")), default=0)
+
+
 def num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
         return None
@@ -144,7 +152,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"live capacity: most streams with p99 added inter-token delay < {b:.0f} ms",
             "high",
-            _dig("capacity", "max_n"),
+            capacity_n,
             "{}",
             since=17,
         ),
