@@ -11,6 +11,7 @@
 Usage: python -m bench [--quick] [--only burst,countdown,...,floor,existing-resilient,sqlite-live,...]
        python -m bench quick        (the first, ours-only benchmark: bench/quick.py)
        python -m bench ops          (tracing off/on, bytes per response, retention: bench/ops.py)
+       python -m bench profile      (py-spy of ours in the live-capacity scenario: bench/profile.py)
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Nam
     ap.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs, databases)")
-    ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (60)")
+    ap.add_argument("--recovery-timeout", type=float, help="seconds to wait for recovered responses (45)")
     ap.add_argument("--render", type=Path, help="only print the report of a saved run (bench/results/*.json)")
     ap.add_argument(
         "--render-readme", action="store_true", help="with --render: also put it in bench/README.md"
@@ -112,10 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         info["commit"] = (
             f"{commit_at_start} at the start, {info['commit']} at the end (the code changed during the run)"
         )
-    text = report.render(hosts, results, sizes, cmd, elapsed, info, args.ours_foreground)
-    print()
-    print(text)
-
+    # The raw results first: a report that fails must not lose a run (`--render` reads them back).
     RESULTS_DIR.mkdir(exist_ok=True)
     raw = {
         "command": cmd,
@@ -129,6 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     (RESULTS_DIR / f"side-by-side-{stamp}.json").write_text(json.dumps(raw, indent=1, default=str))
     if args.json:
         args.json.write_text(json.dumps(raw, indent=1, default=str))
+    text = report.render(hosts, results, sizes, cmd, elapsed, info, args.ours_foreground)
+    print()
+    print(text)
     full = not (
         args.quick or tokens or args.ours_foreground or args.recovery_timeout or args.lease_seconds != 15.0
     )
@@ -143,6 +144,10 @@ if __name__ == "__main__":
         from bench.ops import main as ops_main
 
         ops_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["profile"]:
+        from bench.profile import main as profile_main
+
+        profile_main(sys.argv[2:])
     elif sys.argv[1:2] == ["quick"]:
         from bench.quick import main as quick_main
 

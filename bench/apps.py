@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
-from agent_framework import Executor, Message, Workflow, WorkflowBuilder, WorkflowContext, handler
+from agent_framework import (
+    AgentResponseUpdate,
+    Content,
+    Executor,
+    Message,
+    Workflow,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+    response_handler,
+)
 
 # agent-framework stops a workflow after 100 supersteps by default: the cost-growth benchmark runs 1001.
 MAX_SUPERSTEPS = 100_000
@@ -115,3 +126,66 @@ def ticks() -> Workflow:
     b.add_edge(start, tick)
     b.add_edge(tick, tick)
     return b.build()
+
+
+def _tokens_and_interval(messages: list[Message]) -> tuple[int, float]:
+    """Parse "N" or "N interval=MS" from the last message (default 100 tokens, 20 ms apart)."""
+    text = messages[-1].text.strip() if messages else ""
+    count, interval_ms = 100, 20.0
+    for part in text.split():
+        if part.startswith("interval="):
+            interval_ms = float(part[len("interval=") :])
+        elif part.isdigit():
+            count = int(part)
+    return count, interval_ms / 1000
+
+
+class _Model(Executor):
+    """A one-agent workflow's agent with a fake model: N tokens of one assistant message, one every
+    20 ms, as streaming `AgentResponseUpdate`s (what an `AgentExecutor` yields when streaming), so
+    every host maps them as it maps a real agent's tokens: one message item, one delta per token.
+    The sleep between tokens is the model's own time; it also lets the loop turn, so every host
+    sees each token as it is made."""
+
+    def __init__(self) -> None:
+        super().__init__(id="model")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[None, AgentResponseUpdate]) -> None:
+        count, interval = _tokens_and_interval(messages)
+        message_id = f"msg_{uuid.uuid4().hex}"
+        for i in range(count):
+            await asyncio.sleep(interval)
+            update = AgentResponseUpdate(
+                contents=[Content.from_text(f"tok{i} ")], role="assistant", message_id=message_id
+            )
+            await ctx.yield_output(update)
+
+
+def tokens() -> Workflow:
+    """The live-capacity workflow: one agent streaming "N interval=MS" tokens (100, 20 ms)."""
+    m = _Model()
+    return WorkflowBuilder(name="tokens", start_executor=m, output_from=[m]).build()
+
+
+class _Ask(Executor):
+    """Pauses at once on a request for input (the footprint of a response awaiting a human)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="ask")
+
+    @handler
+    async def run(self, messages: list[Message], ctx: WorkflowContext[None, str]) -> None:
+        await ctx.request_info(
+            request_data=f"Approve: {messages[-1].text if messages else ''}", response_type=str
+        )
+
+    @response_handler
+    async def answered(self, original: str, answer: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(f"decision: {answer}")
+
+
+def asks() -> Workflow:
+    """One executor that asks for approval before it answers (human-in-the-loop)."""
+    a = _Ask()
+    return WorkflowBuilder(name="asks", start_executor=a, output_from=[a]).build()

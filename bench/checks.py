@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.config import Sizes
 from bench.hosts.base import Host
-from bench.rows import flatness, num, ratio, rows
+from bench.rows import capacity_n, flatness, num, ratio, rows
 
 TIMES, DASH = "\u00d7", "\u2013"
 FLOOR = "floor-agent"
@@ -115,10 +115,75 @@ def issue17(hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes)
     for t in hosts:
         if t.kind != "ours":
             continue
-        for row, bound, what in checks:
-            m = floor_multiple(row, row.get(results[t.key]), row.get(floor))
-            out.append(
-                f"{_mark(None if m is None else m <= bound)} {t.label}: {what} within {bound:.0f}{TIMES} "
-                f"the framework floor's ({fmt_ratio(m)})"
-            )
+        if t.only is None:
+            for row, bound, what in checks:
+                m = floor_multiple(row, row.get(results[t.key]), row.get(floor))
+                out.append(
+                    f"{_mark(None if m is None else m <= bound)} {t.label}: {what} within {bound:.0f}{TIMES} "
+                    f"the framework floor's ({fmt_ratio(m)})"
+                )
+        out += _capacity(t, hosts, results, sizes)
+        out += _long(t, results)
+    return out
+
+
+def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes) -> list[str]:
+    """Live streams: CPU per token within 1.25x the floor's and at most 0.5x either existing
+    host's; the largest N at least 0.8x the floor's; `--workers 2` at least 1.6x one process's N."""
+    mine = results[t.key].get("capacity") or {}
+    if not mine or "skipped" in mine:
+        return []
+    floor = results.get(FLOOR, {}).get("capacity") or {}
+    out = []
+    cpu = num(mine.get("cpu_per_1000_tokens_ms"))
+    k = sizes.live_cpu_n
+    fcpu = num(floor.get("cpu_per_1000_tokens_ms"))
+    m = cpu / fcpu if cpu and fcpu else None
+    out.append(
+        f"{_mark(None if m is None else m <= 1.25)} {t.label}: CPU per token at {k} live streams within "
+        f"1.25{TIMES} the framework floor's ({fmt_ratio(m)}: {fmt(cpu, '{:.0f}')} vs {fmt(fcpu, '{:.0f}')} ms per 1,000)"
+    )
+    for key, name in (("existing-plain", "plain"), ("existing-resilient", "resilient")):
+        theirs = num((results.get(key, {}).get("capacity") or {}).get("cpu_per_1000_tokens_ms"))
+        x = cpu / theirs if cpu and theirs else None
+        out.append(
+            f"{_mark(None if x is None else x <= 0.5)} {t.label}: CPU per token at most 0.5{TIMES} the "
+            f"{name} existing host's ({fmt_ratio(x)})"
+        )
+    n, fn = num(capacity_n(results[t.key])), num(capacity_n(results.get(FLOOR, {})))
+    x = n / fn if n is not None and fn else None
+    out.append(
+        f"{_mark(None if x is None else x >= 0.8)} {t.label}: live streams at the bound at least 0.8{TIMES} "
+        f"the floor's ({fmt(n, '{:.0f}')} vs {fmt(fn, '{:.0f}')})"
+    )
+    if "--workers" in getattr(t, "args", ()):
+        one = next(
+            (
+                h
+                for h in hosts
+                if h.kind == "ours" and h.dialect == t.dialect and h.delivery == t.delivery and h.only is None
+            ),
+            None,
+        )
+        base = num(capacity_n(results.get(one.key, {}))) if one else None
+        x = n / base if n is not None and base else None
+        out.append(
+            f"{_mark(None if x is None else x >= 1.6)} {t.label}: live streams at least 1.6{TIMES} one "
+            f"process's ({fmt(n, '{:.0f}')} vs {fmt(base, '{:.0f}')})"
+        )
+    return out
+
+
+def _long(t: Host, results: dict[str, dict[str, Any]]) -> list[str]:
+    """A 100,000-event response: cost per event flat (within 20%) from 1,000 events up."""
+    r = results[t.key].get("long") or {}
+    if not r or "skipped" in r:
+        return []
+    out = []
+    for key, what in (("create_flatness", "creating it"), ("replay_flatness", "a full replay")):
+        f = num(r.get(key))
+        out.append(
+            f"{_mark(None if f is None else f <= 1.2)} {t.label}: {what}: cost per event flat within 20% "
+            f"over the lengths (slowest/fastest {fmt(f, '{:.2f}')})"
+        )
     return out

@@ -43,7 +43,7 @@ def cpu_by_pid() -> dict[int, tuple[int, str, float]]:
     return out
 
 
-def _descendants(roots: set[int], table: dict[int, tuple[int, str, float]]) -> set[int]:
+def descendants(roots: set[int], table: dict[int, tuple[int, str, float]]) -> set[int]:
     mine = set(roots)
     changed = True
     while changed:
@@ -82,7 +82,7 @@ class ProcessCPU:
         self._last: dict[int, float] = {}
 
     def refresh(self) -> None:
-        self.pids = _descendants({self.pid}, cpu_by_pid())
+        self.pids = descendants({self.pid}, cpu_by_pid())
         if self.database:
             self.pids |= postgres_backends(self.database)
 
@@ -127,7 +127,7 @@ class OtherLoad:
     def done(self) -> dict[str, Any]:
         busy = busy_seconds() - self.busy0
         after = cpu_by_pid()
-        mine = _descendants({os.getpid()}, after)
+        mine = descendants({os.getpid()}, after)
         ours = 0.0
         for pid, (_, comm, cpu) in after.items():
             if pid in mine or comm.startswith("postgres"):

@@ -10,6 +10,7 @@ itself used a whole core at 100 concurrent streams and capped every host at the 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -110,26 +111,33 @@ class HttpDriver:
         res.server_cpu_ms = (self.cpu.seconds() - cpu0) * 1000
         return res
 
-    async def many(self, n: int, text: str) -> Many:
+    async def many(self, n: int, text: str, *, record: bool = False, warm_text: str | None = None) -> Many:
         conns = [RawConnection(self.base_url) for _ in range(n)]
         try:
             request_bytes = conns[0].request_bytes(self.request(text))
+            warm_bytes = (
+                request_bytes if warm_text is None else conns[0].request_bytes(self.request(warm_text))
+            )
             # Open the connections first and use each once (a warm client), then fire all N at once.
             await asyncio.gather(*(conn.open() for conn in conns))
-            warmups = await asyncio.gather(*(conn.stream(request_bytes) for conn in conns))
+            warmups = await asyncio.gather(*(conn.stream(warm_bytes) for conn in conns))
             if not all(r.ok for r in warmups):
                 raise RuntimeError(
                     f"warm-up failed: {[r.error or r.terminal for r in warmups if not r.ok][:3]}"
                 )
+            if self.cpu is not None:
+                self.cpu.refresh()  # outside the timed window: a scan of /proc
+            server0 = self.cpu.seconds() if self.cpu is not None else math.nan
             cpu0 = time.process_time()
             t0 = time.perf_counter()
-            runs = await asyncio.gather(*(conn.stream(request_bytes) for conn in conns))
+            runs = await asyncio.gather(*(conn.stream(request_bytes, record) for conn in conns))
             wall = time.perf_counter() - t0
             client_cpu = time.process_time() - cpu0
+            server = self.cpu.seconds() - server0 if self.cpu is not None else math.nan
         finally:
             for conn in conns:
                 conn.close()
-        return Many(runs, wall, client_cpu)
+        return Many(runs, wall, client_cpu, server)
 
     async def aclose(self) -> None:
         if self._client is not None:

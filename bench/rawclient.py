@@ -47,8 +47,8 @@ class RawConnection:
         )
         return head.encode() + payload
 
-    async def stream(self, request: bytes) -> Stream:
-        res = Stream()
+    async def stream(self, request: bytes, record: bool = False) -> Stream:
+        res = Stream(delta_ms=[] if record else None)
         t0 = time.perf_counter()
         try:
             await self._stream(request, res, t0)

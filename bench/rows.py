@@ -50,6 +50,14 @@ def growth_ms(n: int) -> Callable[[dict[str, Any]], Any]:
     return get
 
 
+def capacity_n(r: dict[str, Any]) -> int | None:
+    """The most streams of a step that passed (bench/scenarios/live.py); 0 when none did."""
+    steps = (r.get("capacity") or {}).get("steps")
+    if not steps:
+        return None
+    return max((int(n) for n, s in steps.items() if s.get("passed")), default=0)
+
+
 def num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
         return None
@@ -139,10 +147,151 @@ def rows(sizes: Sizes) -> list[Row]:
         ),
         Row("recovery: completed with wrong output", "", _dig("recovery", "wrong_output"), "{}"),
     ]
+    b, k = sizes.live_bound_ms, sizes.live_cpu_n
+    out += [
+        Row(
+            f"live capacity: most streams with p99 added inter-token delay < {b:.0f} ms",
+            "high",
+            capacity_n,
+            "{}",
+            since=17,
+        ),
+        Row(
+            f"live capacity: CPU per 1,000 tokens at {k} streams, ms",
+            "low",
+            _dig("capacity", "cpu_per_1000_tokens_ms"),
+            "{:.0f}",
+            since=17,
+        ),
+        Row(
+            f"live capacity: p99 added inter-token delay at {k} streams, ms",
+            "low",
+            _dig("capacity", "p99_added_at_cpu_n_ms"),
+            "{:.1f}",
+            since=17,
+        ),
+    ]
+    top = max(sizes.long_events)
+    lens = ", ".join(f"{n:,}" for n in sizes.long_events)
+
+    def length(what: str, key: str) -> Callable[[dict[str, Any]], Any]:
+        def get(r: dict[str, Any]) -> Any:
+            ls = (r.get("long") or {}).get("lengths") or {}
+            v = ls.get(top) or ls.get(str(top)) or {}
+            return (v.get(what) or {}).get(key)
+
+        return get
+
+    def length_value(key: str) -> Callable[[dict[str, Any]], Any]:
+        def get(r: dict[str, Any]) -> Any:
+            ls = (r.get("long") or {}).get("lengths") or {}
+            return (ls.get(top) or ls.get(str(top)) or {}).get(key)
+
+        return get
+
+    long_rows = [
+        Row(
+            f"long response, {top:,} events: create, ms per event",
+            "low",
+            length_value("create_ms_per_event"),
+            "{:.4f}",
+        ),
+        Row(
+            f"long response: create, ms per event, slowest / fastest of {lens}",
+            "low",
+            _dig("long", "create_flatness"),
+            "{:.2f}",
+        ),
+        Row(
+            f"long response: full replay of {top:,}: time to first byte, ms", "low", length("full", "ttfb_ms")
+        ),
+        Row("long response: full replay, ms per event", "low", length_value("replay_ms_per_event"), "{:.4f}"),
+        Row(
+            f"long response: full replay, slowest / fastest per event of {lens}",
+            "low",
+            _dig("long", "replay_flatness"),
+            "{:.2f}",
+        ),
+        Row(
+            "long response: full replay, server memory above before, MB",
+            "low",
+            length("full", "rss_above_mb"),
+        ),
+        Row(
+            "long response: starting_after the last - 100: time to first byte, ms",
+            "low",
+            length("tail", "ttfb_ms"),
+        ),
+        Row(
+            "long response: starting_after, slowest / fastest total of the lengths",
+            "low",
+            _dig("long", "tail_flatness"),
+            "{:.2f}",
+        ),
+        Row(
+            "long response: starting_after, server memory above before, MB",
+            "low",
+            length("tail", "rss_above_mb"),
+        ),
+        Row(
+            f"footprint: memory per idle in-flight response ({sizes.footprint_idle:,} at once), KB",
+            "low",
+            _dig("footprint", "idle", "kb_per_response"),
+            "{:.0f}",
+        ),
+        Row(
+            f"footprint: memory per response paused awaiting input ({sizes.footprint_paused:,}), KB",
+            "low",
+            _dig("footprint", "paused", "kb_per_response"),
+            "{:.0f}",
+        ),
+        Row(
+            "footprint: database bytes per paused response, KB",
+            "low",
+            lambda r: _kb(_dig("footprint", "paused", "db_bytes_per_response")(r)),
+            "{:.1f}",
+        ),
+        Row(
+            f"footprint: database bytes per {n}-output response, MB",
+            "low",
+            lambda r: _mb(_dig("footprint", "burst", "bytes_per_response")(r)),
+            "{:.2f}",
+        ),
+        Row(
+            f"footprint: database bytes per countdown of {sizes.countdown}, MB",
+            "low",
+            lambda r: _mb(_dig("footprint", "countdown", "bytes_per_response")(r)),
+            "{:.2f}",
+        ),
+        Row(
+            "footprint: checkpoint bytes per superstep (countdown, mean)",
+            "low",
+            _dig("footprint", "countdown", "checkpoint_bytes_mean"),
+            "{:,.0f}",
+        ),
+        Row("footprint: checkpoint bytes, first / last superstep", "", lambda r: _pair(r), "{}"),
+    ]
+    for row in long_rows:
+        row.since, row.floor = 17, False
+    out += long_rows
     for row in out:
         if row.label.startswith("recovery"):
             row.floor = False
     return out
+
+
+def _kb(v: Any) -> float | None:
+    return None if num(v) is None else v / 1e3
+
+
+def _mb(v: Any) -> float | None:
+    return None if num(v) is None else v / 1e6
+
+
+def _pair(r: dict[str, Any]) -> str | None:
+    c = (r.get("footprint") or {}).get("countdown") or {}
+    a, b = num(c.get("checkpoint_bytes_first")), num(c.get("checkpoint_bytes_last"))
+    return None if a is None or b is None else f"{a:,.0f} / {b:,.0f}"
 
 
 def ratio(row: Row, ours: Any, theirs: Any) -> float | None:

@@ -50,9 +50,16 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
             res["errors"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
         log(f"{host.key} {name}: {time.perf_counter() - t:.1f} s")
 
-    for app, label, group in scenarios.sessions(want):
-        if host.recovery_skip and any("recovery" in s.names for s in group):
-            res["recovery"] = {"skipped": host.recovery_skip}
+    for app, label, wanted in scenarios.sessions(want):
+        skipped = {n: why for s in wanted for n in s.names if (why := host.skip(n))}
+        for name, why in skipped.items():
+            # The report reads a skipped recovery as n/a; the other figures are simply absent.
+            if name == "recovery":
+                res[name] = {"skipped": why}
+            else:
+                res.setdefault("skipped", {})[name] = why
+        group = [s for s in wanted if not set(s.names) & set(skipped)]
+        if not group:
             continue
 
         def session(app: str = app, label: str = label, group: list[scenarios.Scenario] = group) -> None:
@@ -67,7 +74,12 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
 def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict[str, dict[str, Any]]:
     for h in hosts:
         h.prepare(work)
-    paired = [h for h in hosts if h.kind in ("ours", "floor") or h.key == "existing-plain"]
+    # A column restricted to other scenarios (`Host.only`: the `--workers 2` one) stays out.
+    paired = [
+        h
+        for h in hosts
+        if (h.kind in ("ours", "floor") or h.key == "existing-plain") and h.skip("burst") is None
+    ]
     paired_burst: dict[str, Any] = {}
     if "burst" in want and len(paired) > 1:
         log("--- 1000-output burst, " + ", ".join(h.label for h in paired) + ": requests alternating")
@@ -77,7 +89,7 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
         except Exception as exc:
             log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
     # The floor's countdown against ours, interleaved (the per-column countdowns still run).
-    with_floor = [h for h in hosts if h.kind in ("ours", "floor")]
+    with_floor = [h for h in hosts if h.kind in ("ours", "floor") and h.skip("countdown") is None]
     paired_steps: dict[str, Any] = {}
     if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
         log("--- countdown, " + ", ".join(h.label for h in with_floor) + ": pairs alternating")

@@ -44,6 +44,9 @@ class Stream:
     # Sent again once on a fresh connection: the first attempt met a keep-alive connection the
     # server had just closed, before any byte of the response (bench/httpclient.py).
     retried: bool = False
+    # With `record` (the live-capacity scenario): when each output arrived, ms after the start
+    # (outputs read in one chunk share its time, as a client would see them).
+    delta_ms: list[float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -84,6 +87,8 @@ class EventLines:
                 res.first_event_ms = (now - self.t0) * 1000
             if line == _DELTA:
                 res.deltas += 1
+                if res.delta_ms is not None:
+                    res.delta_ms.append((now - self.t0) * 1000)
             if math.isnan(res.first_output_ms) and line in _FIRST_OUTPUT:
                 res.first_output_ms = (now - self.t0) * 1000
         if res.deltas != deltas:  # once per chunk: the tally costs what it did before this figure
@@ -100,6 +105,9 @@ class Many:
     runs: list[Stream]
     wall_s: float
     client_cpu_s: float
+    # The host's CPU over the timed window, when the driver measures it (`measure_cpu`; the floor:
+    # the benchmark process's own, which is then the host's).
+    server_cpu_s: float = math.nan
 
 
 class Driver(Protocol):
@@ -109,8 +117,9 @@ class Driver(Protocol):
         """One streamed response to `text`; cut (`aborted`) at `deadline` (perf_counter)."""
         ...
 
-    async def many(self, n: int, text: str) -> Many:
-        """n responses to `text` on warm connections, started at once."""
+    async def many(self, n: int, text: str, *, record: bool = False, warm_text: str | None = None) -> Many:
+        """n responses to `text` on warm connections (each warmed by one response to `warm_text`,
+        default `text`), started at once; with `record`, each `Stream` keeps its outputs' times."""
         ...
 
     def ready(self) -> None:

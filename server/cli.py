@@ -16,6 +16,7 @@ from types import FrameType
 
 import uvicorn
 
+from . import workers
 from .runtime.host import Host
 from .settings import Settings, SettingsError, markdown_table
 
@@ -35,6 +36,17 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="MODULE:QUALNAME",
         help="allow a custom type in workflow checkpoints (repeatable)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="server processes sharing the port, PostgreSQL only (env DURABLE_RESPONSES_WORKERS, default 1)",
+    )
+    serve.add_argument(
+        "--reuse-port",
+        action="store_true",
+        default=None,
+        help="bind with SO_REUSEPORT (env DURABLE_RESPONSES_REUSE_PORT; each worker of --workers does)",
     )
     serve.add_argument("--log-level", help="log level (env DURABLE_RESPONSES_LOG_LEVEL, default info)")
     mig = sub.add_parser("migrate", help="upgrade the database schema to the newest revision")
@@ -69,17 +81,20 @@ def settings_from(args: argparse.Namespace) -> Settings:
         delivery=args.delivery,
         checkpoint_types=(*runtime.checkpoint_types, *args.allow_checkpoint_type),
     )
-    settings.http = type(settings.http).from_env(None, host=args.host, port=args.port)
-    if args.log_level:
-        settings.process = settings.process.model_copy(update={"log_level": args.log_level})
+    settings.http = type(settings.http).from_env(
+        None, host=args.host, port=args.port, reuse_port=args.reuse_port
+    )
+    settings.process = type(settings.process).from_env(None, log_level=args.log_level, workers=args.workers)
     return settings
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = _parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
     if args.command is None:
-        args = parser.parse_args(["serve", *(argv or [])])
+        given = ["serve", *given]
+        args = parser.parse_args(given)
     if args.command == "settings":
         print(markdown_table(), end="")
         return
@@ -91,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(_migrate(settings.store.database_url))
     if args.command == "purge":
         sys.exit(_purge(settings, args.older_than, dry_run=args.dry_run))
-    sys.exit(_serve(settings))
+    sys.exit(_serve(settings, given))
 
 
 def _migrate(url: str) -> int:
@@ -154,7 +169,7 @@ def _purge(settings: Settings, older_than: str, *, dry_run: bool) -> int:
     return 0
 
 
-def _serve(settings: Settings) -> int:
+def _serve(settings: Settings, argv: Sequence[str]) -> int:
     from .observability import logs, tracing
     from .observability import metrics as otlp_metrics
     from .service import StartupError, build, prepare
@@ -164,6 +179,8 @@ def _serve(settings: Settings) -> int:
     log_level = settings.process.log_level
     log_config = logs.configure(log_level, json_lines=settings.process.log_format == LogFormat.JSON)
     log = logging.getLogger("durable_responses")
+    if settings.process.workers > 1:
+        return _supervise(settings, argv)
     # Before anything takes a tracer (the host counts usage from the framework's spans).
     tracing.configure(settings.observability)
     otlp_metrics.configure_otlp(settings.observability)
@@ -208,9 +225,37 @@ def _serve(settings: Settings) -> int:
     # output went out ~1.2 ms sooner (median of 4x60 paired requests); with no other thread
     # wanting the GIL (PostgreSQL) the interval changes nothing.
     sys.setswitchinterval(switch_interval_ms / 1000)
+    sockets = [workers.bind_reuse_port(http.host, http.port)] if http.reuse_port else None
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(server.serve())
+        runner.run(server.serve(sockets=sockets))
     return 0
+
+
+def _supervise(settings: Settings, argv: Sequence[str]) -> int:
+    """`--workers N`: refuse SQLite, hold the port, run N single-process `serve`s on it."""
+    from .store import BadDatabaseURL, normalize_url
+
+    n = settings.process.workers
+    try:
+        backend = normalize_url(settings.store.database_url).get_backend_name()
+    except BadDatabaseURL as exc:
+        print(f"durable-responses serve: {exc}", file=sys.stderr)
+        return 2
+    refused = workers.refusal(n, backend)
+    if refused is not None:
+        print(f"durable-responses serve: {refused}", file=sys.stderr)
+        return 2
+    http = settings.http
+    try:
+        held = workers.bind_reuse_port(http.host, http.port)
+    except OSError as exc:
+        print(f"durable-responses serve: cannot bind {http.host}:{http.port}: {exc}", file=sys.stderr)
+        return 2
+    with held:
+        port = held.getsockname()[1]
+        # Later flags win in argparse: each worker is this command with one process, on the port.
+        child = [*argv, "--workers", "1", "--reuse-port", "--host", http.host, "--port", str(port)]
+        return workers.supervise(child, n)
 
 
 class _Server(uvicorn.Server):

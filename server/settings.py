@@ -42,7 +42,7 @@ class LogFormat(StrEnum):
 
 
 class ProcessSettings(EnvSection):
-    """What the `serve` process itself does: logging, the interpreter."""
+    """What the `serve` process itself does: logging, the interpreter, how many workers."""
 
     SECTION: ClassVar[str] = "Process"
 
@@ -52,6 +52,14 @@ class ProcessSettings(EnvSection):
         "DURABLE_RESPONSES_LOG_FORMAT",
         "`plain` or `json` (one object per line: `time`, `level`, `logger`, `message`, `response_id`, "
         "`trace_id`, `span_id`).",
+    )
+    workers: int = env_field(
+        1,
+        "DURABLE_RESPONSES_WORKERS",
+        "Server processes on this machine (also `--workers`), each a full replica sharing the port "
+        "(SO_REUSEPORT) under a supervisor that forwards SIGTERM/SIGINT and exits non-zero when a "
+        "worker dies. PostgreSQL only: SQLite, the embedded default, is served by one process.",
+        ge=1,
     )
     switch_interval_ms: float = env_field(
         0.5,

@@ -32,6 +32,11 @@ class ServerSession(Session, Protocol):
     @property
     def base_url(self) -> str: ...
 
+    @property
+    def pid(self) -> int:
+        """The server's process (the supervisor of `--workers`)."""
+        ...
+
     def kill(self) -> None:
         """`kill -9` the server."""
         ...
@@ -39,6 +44,10 @@ class ServerSession(Session, Protocol):
     def start(self) -> Any:
         """Start it again: same port, same database or state directory."""
         ...
+
+
+# Scenarios of ours alone: replays of the event log and what a response leaves in the database.
+OURS_ONLY = ("long", "footprint")
 
 
 @dataclass
@@ -55,6 +64,8 @@ class Host:
     delivery: str = ""
     # Where its sessions keep their state (set by `prepare`).
     work: Path = field(default_factory=Path, repr=False)
+    # The scenarios this column runs (None: every one); the `--workers 2` column runs `capacity` only.
+    only: tuple[str, ...] | None = None
 
     @property
     def tags(self) -> set[str]:
@@ -69,6 +80,14 @@ class Host:
     def recovery_skip(self) -> str | None:
         """Why the recovery scenario does not apply to this host, if it does not."""
         return None
+
+    def skip(self, scenario: str) -> str | None:
+        """Why this column does not run `scenario` (a name of `NAMES`), if it does not."""
+        if self.only is not None and scenario not in self.only:
+            return "not run for this column"
+        if scenario in OURS_ONLY and self.kind != "ours":
+            return "ours only"
+        return self.recovery_skip if scenario == "recovery" else None
 
     def prepare(self, work: Path) -> None:
         """Install what the host needs and note where its sessions keep their state."""

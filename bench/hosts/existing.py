@@ -76,6 +76,11 @@ class ExistingSession:
     def base_url(self) -> str:
         return self.srv.base_url
 
+    @property
+    def pid(self) -> int:
+        assert self.srv.proc is not None
+        return self.srv.proc.pid
+
     def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
         proc = self.srv.proc
         cpu = ProcessCPU(proc.pid) if measure_cpu and proc is not None else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 from bench.config import ROOT, Sizes, log
 from bench.cpu import ProcessCPU
 from bench.hosts import postgres
-from bench.hosts.base import Host
+from bench.hosts.base import OURS_ONLY, Host
 from bench.hosts.process import ServerProc, free_port, serving
 from bench.httpclient import HttpDriver
 
@@ -80,6 +81,11 @@ class OursSession:
     def base_url(self) -> str:
         return self.srv.base_url
 
+    @property
+    def pid(self) -> int:
+        assert self.srv.proc is not None
+        return self.srv.proc.pid
+
     def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
         proc = self.srv.proc
         cpu = ProcessCPU(proc.pid, self.database) if measure_cpu and proc is not None else None
@@ -106,6 +112,19 @@ class OursHost(Host):
     def rounds(self, sizes: Sizes) -> int:
         return sizes.ours_reps_factor
 
+    def skip(self, scenario: str) -> str | None:
+        if scenario == "capacity" and self.delivery == "durable":
+            return "durable delivery shows a superstep's tokens when its checkpoint commits"
+        if scenario in OURS_ONLY and self.delivery == "durable":
+            return "the same event log and tables as live delivery: measured on the live column"
+        if scenario in OURS_ONLY and self.dialect != _OURS_ONLY_ON[scenario]:
+            return f"measured on the {_OURS_ONLY_ON[scenario]} column (the full run must fit 15 minutes)"
+        return super().skip(scenario)
+
+    @property
+    def workers(self) -> int:
+        return int(self.args[self.args.index("--workers") + 1]) if "--workers" in self.args else 1
+
     @contextmanager
     def session(self, app: str, name: str) -> Iterator[OursSession]:
         workdir = self.work / name
@@ -115,7 +134,30 @@ class OursHost(Host):
             )
             database = postgres.database_name(url) if self.dialect == "postgresql" else None
             with serving(srv):
+                _wait_listening(srv.port, self.workers)
                 yield OursSession(srv, self.body, url, database)
+
+
+# Where each ours-only scenario runs: one column each keeps the full run within its 15 minutes.
+# Long replays on PostgreSQL, the production store; memory per response is the server
+# process's own (the same code on either store), measured with SQLite, whose database bytes
+# are the embedded default's (bench/ops.py measures PostgreSQL's bytes per response too).
+_OURS_ONLY_ON = {"long": "postgresql", "footprint": "sqlite"}
+
+
+def _wait_listening(port: int, n: int, timeout: float = 60) -> None:
+    """Until `n` sockets listen on `port` (every worker of `--workers n`: the first one answers
+    /readiness before the others listen, and keep-alive connections stay where they landed)."""
+    if n <= 1:
+        return
+    needle = f":{port:04X} 00000000:0000 0A"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = Path("/proc/net/tcp").read_text() + Path("/proc/net/tcp6").read_text()
+        if text.count(needle) >= n:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{n} workers did not all listen on port {port} within {timeout:.0f} s")
 
 
 def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
@@ -134,4 +176,19 @@ def ours_hosts(foreground: bool, lease_s: float) -> list[Host]:
                     lease_s=lease_s,
                 )
             )
+    # `serve --workers 2` on PostgreSQL (live delivery), for live capacity only: N processes on
+    # one port, one replica each, so capacity can grow with the machine's cores.
+    out.append(
+        OursHost(
+            "postgresql-live-w2",
+            "ours, PostgreSQL live, --workers 2",
+            "ours",
+            body=dict(body),
+            dialect="postgresql",
+            delivery="live",
+            lease_s=lease_s,
+            args=("--workers", "2"),
+            only=("capacity",),
+        )
+    )
     return out

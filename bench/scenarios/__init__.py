@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.config import Sizes
 from bench.hosts.base import Host, Session
-from bench.scenarios import burst, concurrent, recovery, steps
+from bench.scenarios import burst, concurrent, footprint, live, long, recovery, steps
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,9 @@ class Scenario:
         return cls(tuple(module.NAMES), str(module.APP), module.run)
 
 
-SCENARIOS: list[Scenario] = [Scenario.of(m) for m in (burst, concurrent, steps, recovery)]
+SCENARIOS: list[Scenario] = [
+    Scenario.of(m) for m in (burst, concurrent, steps, recovery, live, long, footprint)
+]
 NAMES: tuple[str, ...] = tuple(n for s in SCENARIOS for n in s.names)
 
 

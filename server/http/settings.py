@@ -21,6 +21,12 @@ class HttpSettings(EnvSection):
 
     host: str = env_field("127.0.0.1", "HOST", "Interface to bind (the container sets 0.0.0.0).")
     port: int = env_field(DEFAULT_PORT, "PORT", "Port to listen on.", gt=0, lt=65536)
+    reuse_port: bool = env_field(
+        False,
+        "DURABLE_RESPONSES_REUSE_PORT",
+        "Bind with SO_REUSEPORT (also `--reuse-port`), so several processes share the port; every "
+        "worker of `--workers` does, and so can processes started side by side by your own supervisor.",
+    )
     api_key: str | None = env_field(
         None, "DURABLE_RESPONSES_API_KEY", "Require `Authorization: Bearer <key>` with this key."
     )

@@ -17,7 +17,6 @@ import asyncio
 import logging
 
 from ..observability import metrics
-from ..protocol.sse import dumps
 from ..store import Store
 from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
@@ -103,7 +102,7 @@ class Launcher:
         meter = UsageMeter()
         usage = RunUsage(meter, mapper.usage, Usage.from_body(plan.prior_usage))
         # Every write carries the usage so far when it changed (kept on the response row).
-        sink.usage_source = lambda: dumps(usage.total().body())
+        sink.usage_source = usage.json
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         pairing.trace = trace
         ending = Ending(spec, sink, pairing, self._store.output_items, usage)

@@ -1,0 +1,164 @@
+"""`serve --workers N`: N replicas on one port (PostgreSQL), refused on SQLite.
+
+Real subprocesses: the supervisor is `python -m server serve --workers 2`, its workers are the
+same command with one process each; the kernel (SO_REUSEPORT) spreads new connections over them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.servers import ROOT, TEST_ENV, free_port
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _owners(url: str) -> list[str]:
+    import asyncpg  # type: ignore[import-untyped]
+
+    async def run() -> list[str]:
+        conn = await asyncpg.connect(url.replace("postgresql://", "postgres://"), timeout=5)
+        try:
+            return [str(r[0]) for r in await conn.fetch("SELECT created_by FROM responses")]
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    url = new_pg_database(migrated=True)
+    try:
+        yield url
+    finally:
+        drop_pg_database(url)
+
+
+def _start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "server", *argv],
+            cwd=log.parent,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **TEST_ENV, **(env or {})},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], base: str, log: Path, workers: int) -> None:
+    deadline = time.monotonic() + 90
+    with httpx.Client(timeout=1) as http:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            # Ready once every worker listens: until then the kernel may route to too few.
+            if (
+                len(_children(proc.pid)) == workers
+                and log.read_text().count("Application startup complete") >= workers
+            ):
+                try:
+                    if http.get(base + "/readiness").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.1)
+    raise AssertionError(f"not ready:\n{log.read_text()}")
+
+
+def test_two_workers_share_the_port_and_drain_on_sigterm(pg_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "workers.log"
+    proc = _start(
+        ["serve", "--workers", "2", "--port", str(port), "--database-url", pg_url, "--log-level", "info"], log
+    )
+    try:
+        _wait_ready(proc, base, log, 2)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        ids: list[str] = []
+        for i in range(40):
+            # A new connection per request: SO_REUSEPORT picks a worker per connection.
+            with httpx.Client(base_url=base, timeout=30) as http:
+                r = http.post("/v1/responses", json={"input": f"hello {i}", "background": True})
+                assert r.status_code == 200, r.text
+                ids.append(r.json()["id"])
+        with httpx.Client(base_url=base, timeout=30) as http:
+            for rid in ids:
+                deadline = time.monotonic() + 30
+                while True:
+                    body = http.get(f"/v1/responses/{rid}").json()
+                    if body["status"] not in ("queued", "in_progress"):
+                        break
+                    assert time.monotonic() < deadline, body
+                    time.sleep(0.05)
+                assert body["status"] == "completed", body
+        owners = _owners(pg_url)
+        assert len(owners) == 40
+        # The replica id is host:pid:nonce; each worker is a replica of its own.
+        pids = {int(o.split(":")[1]) for o in owners}
+        assert pids == set(workers), (pids, workers)
+        proc.send_signal(signal.SIGTERM)
+        # As a single `serve` does after its drain, the supervisor ends by the signal it was sent.
+        assert proc.wait(60) == -signal.SIGTERM, log.read_text()
+        assert not any(Path(f"/proc/{w}").exists() for w in workers)
+        text = log.read_text()
+        assert "Traceback" not in text, text
+        assert text.count("Application shutdown complete") == 2, text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_worker_that_dies_stops_the_supervisor_non_zero(pg_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "workers.log"
+    proc = _start(
+        ["serve", "--port", str(port), "--database-url", pg_url], log, {"DURABLE_RESPONSES_WORKERS": "2"}
+    )
+    try:
+        _wait_ready(proc, base, log, 2)
+        victim, survivor = _children(proc.pid)
+        os.kill(victim, signal.SIGKILL)
+        assert proc.wait(60) != 0
+        assert not Path(f"/proc/{survivor}").exists()
+        assert "exited unexpectedly" in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_sqlite_refuses_more_than_one_worker(tmp_path: Path, how: str) -> None:
+
+    argv = [sys.executable, "-m", "server", "serve", "--database-url", f"sqlite:///{tmp_path / 'db.sqlite'}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if how == "flag":
+        argv += ["--workers", "2"]
+    else:
+        env["DURABLE_RESPONSES_WORKERS"] = "2"
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "needs PostgreSQL" in done.stderr and "one process" in done.stderr, done.stderr
+    assert not (tmp_path / "db.sqlite").exists()
