@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from .pairing import Pairing
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
 from .usage import UsageMeter
+
+log = logging.getLogger("durable_responses.drive")
 
 
 class _Hogging:
@@ -59,6 +62,22 @@ class _Hogging:
             self.reset()
             return False
         return self._loop.time() - self._since > self._limit
+
+
+async def _close(stream: Any, exc: BaseException) -> None:
+    """Close the agent's stream that `exc` (raised by the host, not by the stream) left open,
+    here, in the run's task. Left to the garbage collector, each of the framework's nested
+    generators would be closed by a task of its own, in no order: an outer one's close then finds
+    an inner one still closing ("aclose(): asynchronous generator is already running", an error
+    no task retrieves)."""
+    close = getattr(stream, "close", None)  # agent-framework's ResponseStream
+    try:
+        if callable(close):
+            await close(exc)
+        elif callable(aclose := getattr(stream, "aclose", None)):
+            await aclose()
+    except Exception as error:  # the original error is what the run reports
+        log.debug("closing the agent's stream after %r failed: %r", exc, error)
 
 
 class Driver:
@@ -131,6 +150,15 @@ class Driver:
             # executor's handler returns.
             pace_events(agent, self._pace)
         stream = agent.run(plan.messages or None, **kwargs)
+        try:
+            await self._consume(stream, live)
+        except BaseException as exc:
+            await _close(stream, exc)
+            raise
+        self._check()
+
+    async def _consume(self, stream: Any, live: bool) -> None:
+        spec, sink = self._spec, self._sink
         hogging = _Hogging(asyncio.get_running_loop(), self._yield_every)
         mapper = self._mapper
         first_output_at = mapper.next_output_index
@@ -161,7 +189,6 @@ class Driver:
                 else:
                     await asyncio.sleep(0)
                 hogging.reset()
-        self._check()
 
     def _check(self) -> None:
         if self._sink.failure is not None:
