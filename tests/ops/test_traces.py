@@ -156,8 +156,11 @@ def test_grpc_exporter_smoke(tmp_path: Path, servers: list) -> None:  # type: ig
             timeout=30,
         )
         assert r.status_code == 200 and r.json()["status"] == "completed"
+        # The request's span ends after the run's (the response is sent last): it may come in
+        # a later export batch, so wait for both.
         spans = otlp.received.wait_for(
-            lambda spans: any(s.name == RUN and s.trace_id == trace_id for s in spans), timeout=20
+            lambda spans: {RUN, "POST /v1/responses"} <= {s.name for s in spans if s.trace_id == trace_id},
+            timeout=20,
         )
         srv.terminate()
     ours = {s.name: s for s in spans if s.trace_id == trace_id}
