@@ -151,7 +151,11 @@ class _StatsSource(Protocol):
 
 
 _RUNS: weakref.WeakSet[Any] = weakref.WeakSet()
-_STORES: weakref.WeakSet[Any] = weakref.WeakSet()
+# Watched stores and the last stats seen of each; the counters of a store that is gone stay in
+# `_RETIRED`, so that a counter summed over the process's stores never goes down (the process's
+# first store closed while a second one serves: an embedder's restart, the tests' servers).
+_STORES: dict[weakref.ref[Any], Any] = {}
+_RETIRED: dict[str, Any] = {"commits": {}, "writes": {}, "fallbacks": {}, "failed": 0.0, "events": 0.0}
 
 
 def watch_runs(registry: _Runs) -> None:
@@ -160,26 +164,49 @@ def watch_runs(registry: _Runs) -> None:
 
 
 def watch_store(store: _StatsSource) -> None:
-    """Export `store.stats` (commits, writes and fallbacks per kind) while it lives."""
-    _STORES.add(store)
+    """Export `store.stats` (commits, writes and fallbacks per kind); once the store is gone,
+    its counters as last seen stay in the totals."""
+    if any(ref() is store for ref in _STORES):
+        return
+    _STORES[weakref.ref(store, _retire)] = store.stats
+
+
+def _retire(ref: weakref.ref[Any]) -> None:
+    last = _STORES.pop(ref, None)
+    if last is not None:
+        _add(_RETIRED, last)
+
+
+def _add(into: dict[str, Any], s: Any) -> None:
+    for k, n in s.commits_by_kind.items():
+        into["commits"][k] = into["commits"].get(k, 0) + n
+    for k, n in s.writes_by_kind.items():
+        into["writes"][k] = into["writes"].get(k, 0) + n
+    for key, n in s.fallbacks.items():
+        into["fallbacks"][key] = into["fallbacks"].get(key, 0) + n
+    into["failed"] += s.failed_writes
+    into["events"] += getattr(s, "events", 0)
 
 
 def _store_samples() -> Iterator[tuple[str, str, dict[str, str], float]]:
     """(name, doc, labels, value) of every store counter, summed over the watched stores."""
-    commits: dict[str, float] = {}
-    writes: dict[str, float] = {}
-    fallbacks: dict[tuple[str, str], float] = {}
-    failed = events = 0.0
-    for store in list(_STORES):
-        s = store.stats
-        for k, n in s.commits_by_kind.items():
-            commits[k] = commits.get(k, 0) + n
-        for k, n in s.writes_by_kind.items():
-            writes[k] = writes.get(k, 0) + n
-        for key, n in s.fallbacks.items():
-            fallbacks[key] = fallbacks.get(key, 0) + n
-        failed += s.failed_writes
-        events += getattr(s, "events", 0)
+    total: dict[str, Any] = {
+        "commits": dict(_RETIRED["commits"]),
+        "writes": dict(_RETIRED["writes"]),
+        "fallbacks": dict(_RETIRED["fallbacks"]),
+        "failed": _RETIRED["failed"],
+        "events": _RETIRED["events"],
+    }
+    for ref in list(_STORES):
+        store = ref()
+        if store is None:
+            continue
+        _STORES[ref] = snapshot = store.stats
+        _add(total, snapshot)
+    commits: dict[str, float] = total["commits"]
+    writes: dict[str, float] = total["writes"]
+    fallbacks: dict[tuple[str, str], float] = total["fallbacks"]
+    failed, events = float(total["failed"]), float(total["events"])
     for k, n in commits.items():
         yield "store_commits", "Outbox transactions committed, by write kind.", {"kind": k}, n
     for k, n in writes.items():

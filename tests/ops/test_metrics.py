@@ -81,3 +81,41 @@ def test_metrics_count_what_the_test_did(tmp_path: Path) -> None:
     for _name, labels in after:
         for _key, value in labels:
             assert not value.startswith(("resp_", "conv_", "msg_")), (_name, labels)
+
+
+def test_store_counters_never_go_down_when_a_store_is_gone() -> None:
+    """Counters are summed over the process's stores; one that closes keeps its counts (CI saw
+    `events_committed` drop by the events of a test server collected between two scrapes)."""
+    import gc
+    from types import SimpleNamespace
+
+    from server.observability import metrics
+
+    def events() -> float:
+        return _parse(metrics.text().decode())[("durable_responses_events_committed_total", ())]
+
+    class FakeStore:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        @property
+        def stats(self) -> SimpleNamespace:
+            return SimpleNamespace(
+                commits_by_kind={}, writes_by_kind={}, fallbacks={}, failed_writes=0, events=self.n
+            )
+
+    store = FakeStore(1000)
+    metrics.watch_store(store)
+    metrics.watch_store(store)  # watched once however often it is asked
+    before = events()
+    del store
+    gc.collect()
+    assert events() == before
+
+
+def _parse(text: str) -> Samples:
+    out: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
