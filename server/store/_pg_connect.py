@@ -40,6 +40,7 @@ APPLICATION_NAME = "durable-responses"
 # them to the server as settings).
 OPTIONS = ("prepared_statements",)
 _PROBE_TIMEOUT = 5.0
+_PROBE_ROUNDS = 4  # ~12 short transactions on a direct connection, once per process and URL
 _warned: set[str] = set()
 
 
@@ -84,6 +85,11 @@ def libpq_dsn(url: URL) -> str:
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 
+def _consume(probe: asyncio.Future[bool]) -> None:
+    if not probe.cancelled():
+        probe.exception()  # retrieved here: a failed probe is raised to its callers, not logged as lost
+
+
 class PgConnector:
     """Opens connections to one PostgreSQL URL; decides once whether prepared statements survive."""
 
@@ -97,6 +103,7 @@ class PgConnector:
         self._timeout = connect_timeout
         self._settings = {} if "application_name" in url.query else {"application_name": APPLICATION_NAME}
         self._pooled: bool | None = None
+        self._probing: asyncio.Future[bool] | None = None
         self.where = (
             f"{url.username or '(PGUSER)'}@{url.host or '(PGHOST)'}:{url.port or '(PGPORT)'}"
             f"/{url.database or '(PGDATABASE)'}"
@@ -204,9 +211,22 @@ class PgConnector:
 
     async def transaction_pooled(self) -> bool:
         """Probe (once) whether consecutive transactions of one connection may run on different
-        server sessions: the mark of a pooler in transaction mode."""
+        server sessions: the mark of a pooler in transaction mode.
+
+        Callers that ask at once (a replica's first pool connections, its writer, LISTEN) share
+        one probe: probes run side by side are each other's traffic, and one of them, misled,
+        once left a connection keeping named prepared statements behind a transaction pooler."""
         if self._pooled is None:
-            self._pooled = await self._probe()
+            probing = self._probing
+            if probing is None or probing.get_loop() is not asyncio.get_running_loop():
+                probing = self._probing = asyncio.ensure_future(self._probe())
+                probing.add_done_callback(_consume)
+            try:
+                pooled = await asyncio.shield(probing)
+            finally:
+                if probing.done() and self._probing is probing:
+                    self._probing = None  # a failed probe is tried again by the next caller
+            self._pooled = pooled
         return self._pooled
 
     async def _probe(self) -> bool:
@@ -217,24 +237,35 @@ class PgConnector:
             await a.close()
             raise
         try:
-            async with a.transaction():
-                first = await a.fetchval("SELECT pg_backend_pid()")
-            try:
-                async with asyncio.timeout(_PROBE_TIMEOUT), b.transaction():
-                    if await b.fetchval("SELECT pg_backend_pid()") == first:
-                        return True  # b got a's session: sessions are handed around
-                    try:
-                        async with asyncio.timeout(_PROBE_TIMEOUT / 2), a.transaction():
-                            again = await a.fetchval("SELECT pg_backend_pid()")
-                    except TimeoutError:
-                        return True  # a waits for a free session: it had none of its own
-            except TimeoutError:
-                log.warning("%s: the pooler probe timed out; assuming no transaction pooler", self.where)
-                return False
-            return bool(again != first)
+            # Only a pooler moves a connection between sessions, but other clients' traffic can
+            # hide that it does (it takes the session `b` would have got, then gives `a` its own
+            # back): one sighting is proof, a pooler goes unseen in every round only by chance.
+            for _ in range(_PROBE_ROUNDS):
+                try:
+                    if await self._moved(a, b):
+                        return True
+                except TimeoutError:
+                    log.warning("%s: the pooler probe timed out; assuming no transaction pooler", self.where)
+                    return False
+            return False
         finally:
             for conn in (a, b):
                 try:
                     await asyncio.wait_for(conn.close(), 2)
                 except Exception:
                     conn.terminate()
+
+    @staticmethod
+    async def _moved(a: Any, b: Any) -> bool:
+        """One round: whether `b`, holding a transaction open, got `a`'s session, or `a` moved."""
+        async with a.transaction():
+            first = await a.fetchval("SELECT pg_backend_pid()")
+        async with asyncio.timeout(_PROBE_TIMEOUT), b.transaction():
+            if await b.fetchval("SELECT pg_backend_pid()") == first:
+                return True  # b got a's session: sessions are handed around
+            try:
+                async with asyncio.timeout(_PROBE_TIMEOUT / 2), a.transaction():
+                    again = await a.fetchval("SELECT pg_backend_pid()")
+            except TimeoutError:
+                return True  # a waits for a free session: it had none of its own
+        return bool(again != first)

@@ -12,6 +12,7 @@ A cannot LISTEN (its relays poll) and B listens on a direct URL
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -72,19 +73,9 @@ def _wait_terminal(client: Any, rid: str, timeout: float = 30) -> Any:
 
 
 def test_two_replicas_through_pgbouncer(
-    bouncer: PgBouncer, pg: OwnPostgres, empty_database: str, tmp_path: Path, request: pytest.FixtureRequest
+    bouncer: PgBouncer, pg: OwnPostgres, empty_database: str, tmp_path: Path
 ) -> None:
     transaction = bouncer.pool_mode == "transaction"
-    if transaction:
-        # Known bug, not fixed: seen after the faults and capacity merges, 2 runs of 6 here.
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=False,
-                reason="known bug, intermittent: through pgbouncer in transaction mode a read hit "
-                "'prepared statement \"__asyncpg_stmt_549__\" does not exist' (503), or the stream "
-                "followed on replica A saw no terminal event",
-            )
-        )
     url = bouncer.url(empty_database)
 
     # Start-up errors say what to do.
@@ -153,3 +144,49 @@ def test_two_replicas_through_pgbouncer(
         a.kill()
         b.stop()
     assert "Traceback" not in a.log(), a.log()
+
+
+def test_the_pooler_probe_agrees_under_concurrent_first_connections(
+    bouncer: PgBouncer, empty_database: str
+) -> None:
+    """A replica's first connections (its pool's, its writer's, LISTEN's) ask at once whether a
+    transaction pooler is in front, while another replica keeps the pooler's sessions busy: every
+    one must get the same, right answer. (A connection told "no pooler" behind a transaction
+    pooler keeps named prepared statements, which the next transaction's session lacks.)"""
+    from server.store._engine import ConnectionOptions, pg_connector
+
+    url = bouncer.url(empty_database)
+    expected = bouncer.pool_mode == "transaction"
+
+    async def scenario() -> list[list[bool]]:
+        import asyncpg
+
+        stop = asyncio.Event()
+
+        async def traffic() -> None:  # another replica's short transactions through the pooler
+            conn = await asyncpg.connect(url, statement_cache_size=0)
+            try:
+                while not stop.is_set():
+                    async with conn.transaction():
+                        await conn.fetchval("SELECT pg_backend_pid()")
+            finally:
+                await conn.close()
+
+        others = [asyncio.create_task(traffic()) for _ in range(4)]
+        verdicts: list[list[bool]] = []
+        try:
+            await asyncio.sleep(0.2)
+            for _ in range(8):
+                connector = pg_connector(url, ConnectionOptions())
+                asked = await asyncio.gather(
+                    *(connector.resolve() for _ in range(6)), connector.transaction_pooled()
+                )
+                verdicts.append([not prepared for prepared in asked[:-1]] + [asked[-1]])
+        finally:
+            stop.set()
+            await asyncio.gather(*others)
+        return verdicts
+
+    verdicts = asyncio.run(scenario())
+    wrong = [v for v in verdicts if v != [expected] * len(v)]
+    assert not wrong, f"pooled should be {expected} for every caller: {wrong}"
