@@ -60,3 +60,23 @@ def test_layers_point_down() -> None:
                             or name == b
                             or name.startswith(f"{b}.")
                         ), f"{path}: imports {name}"
+
+
+def test_no_module_imports_another_s_private_name() -> None:
+    """A private name (`_x`) is its module's own: another module importing it reaches into it.
+    (Private modules such as `store/_engine.py` are fine: what they export has public names.)"""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(server.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                package = path.parents[node.level - 1].joinpath(*(node.module or "").split("."))
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    a_module = (package / f"{alias.name}.py").exists() or (package / alias.name).is_dir()
+                    if private and not a_module:
+                        found.append(f"{path.relative_to(root)}: from {node.module} import {alias.name}")
+    assert not found, found

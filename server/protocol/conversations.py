@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ._check import fail, reject_unknown, want_list, want_object, want_str
 from .input_items import normalize_input
 from .query import parse_list_params
-from .request import _metadata
+from .request import parse_metadata
 
 MAX_ITEMS_PER_CALL = 20
 _ID_PREFIX = {
@@ -80,7 +80,7 @@ def parse_conversation_create(body: object) -> tuple[dict[str, str], list[dict[s
     """`POST /conversations`: (metadata, items), the items with ids assigned."""
     obj = want_object(body if body is not None else {}, "body")
     reject_unknown(obj, frozenset({"items", "metadata"}), "body")
-    return _metadata(obj.get("metadata")), _items(obj.get("items"), "items", required=False)
+    return parse_metadata(obj.get("metadata")), _items(obj.get("items"), "items", required=False)
 
 
 def parse_conversation_update(body: object) -> dict[str, str]:
@@ -89,7 +89,7 @@ def parse_conversation_update(body: object) -> dict[str, str]:
     reject_unknown(obj, frozenset({"metadata"}), "body")
     if "metadata" not in obj:
         fail("Missing required parameter: 'metadata'.", "metadata", "missing_required_parameter")
-    return _metadata(obj["metadata"])
+    return parse_metadata(obj["metadata"])
 
 
 def parse_items_create(body: object) -> list[dict[str, Any]]:

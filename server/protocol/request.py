@@ -28,9 +28,10 @@ from ._check import (
 )
 from .errors import bad_request
 from .ids import is_valid_conversation_id, is_valid_response_id
-from .input_items import FUNCTION_NAME, MAX_TEXT_CHARS, normalize_input
+from .input_items import MAX_TEXT_CHARS, normalize_input
 from .query import ListParams, StreamParams, parse_list_params, parse_stream_params
 from .sse import dumps
+from .tools import parse_tool_choice, parse_tools
 
 __all__ = [
     "KNOWN_PARAMETERS",
@@ -67,20 +68,7 @@ MAX_SESSION_ID = 256
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
-TOOL_CHOICE_VALUES = ("none", "auto", "required")
 SERVICE_TIERS = ("auto", "default", "flex", "priority", "scale")
-_FUNCTION_TOOL_KEYS = frozenset(
-    {
-        "type",
-        "name",
-        "description",
-        "parameters",
-        "strict",
-        "allowed_callers",
-        "defer_loading",
-        "output_schema",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -190,15 +178,15 @@ def parse_create_request(body: object) -> CreateRequest:
         model=_opt_str(b, "model", 256),
         input_items=input_items,
         instructions=_opt_str(b, "instructions", MAX_TEXT_CHARS),
-        metadata=_metadata(b.get("metadata")),
+        metadata=parse_metadata(b.get("metadata")),
         store=store,
         background=background,
         stream=stream,
         stream_options=stream_options,
         previous_response_id=previous_response_id,
         conversation_id=conversation_id,
-        tools=_tools(b.get("tools")),
-        tool_choice=_tool_choice(b.get("tool_choice")),
+        tools=parse_tools(b.get("tools")),
+        tool_choice=parse_tool_choice(b.get("tool_choice")),
         max_output_tokens=_opt_int(b, "max_output_tokens", 16),
         max_tool_calls=_opt_int(b, "max_tool_calls", 1),
         truncation=want_enum(b.get("truncation", "disabled"), "truncation", ("auto", "disabled")),
@@ -264,7 +252,7 @@ def _conversation_id(b: dict[str, Any]) -> str | None:
     return value
 
 
-def _metadata(value: object) -> dict[str, str]:
+def parse_metadata(value: object) -> dict[str, str]:
     if value is None:
         return {}
     obj = want_object(value, "metadata")
@@ -292,72 +280,6 @@ def _metadata(value: object) -> dict[str, str]:
                 "string_above_max_length",
             )
     return dict(obj)
-
-
-def _tools(value: object) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    tools = want_list(value, "tools")
-    return [_tool(t, f"tools[{i}]") for i, t in enumerate(tools)]
-
-
-def _tool(raw: object, path: str) -> dict[str, Any]:
-    obj = want_object(raw, path)
-    kind = want_str(require(obj, "type", path), f"{path}.type", min_len=1, max_len=128)
-    if kind != "function":
-        # Hosted tool kinds mean nothing to an agent host; echo them back untouched.
-        return json_copy(obj)
-    reject_unknown(obj, _FUNCTION_TOOL_KEYS, path)
-    name = want_str(require(obj, "name", path), f"{path}.name")
-    if FUNCTION_NAME.fullmatch(name) is None:
-        fail(
-            f"Invalid '{path}.name': expected 1 to 64 characters of a-z, A-Z, 0-9, '_' or '-'.",
-            f"{path}.name",
-        )
-    tool: dict[str, Any] = {
-        "type": "function",
-        "name": name,
-        "description": None,
-        "parameters": None,
-        "strict": None,
-    }
-    if obj.get("description") is not None:
-        tool["description"] = want_str(obj["description"], f"{path}.description", max_len=MAX_TEXT_CHARS)
-    if obj.get("parameters") is not None:
-        tool["parameters"] = json_copy(want_object(obj["parameters"], f"{path}.parameters"))
-    if obj.get("strict") is not None:
-        tool["strict"] = want_bool(obj["strict"], f"{path}.strict")
-    for extra in ("allowed_callers", "defer_loading", "output_schema"):
-        if obj.get(extra) is not None:
-            tool[extra] = json_copy(obj[extra])
-    return tool
-
-
-def _tool_choice(value: object) -> Any:
-    if value is None:
-        return "auto"
-    if isinstance(value, str):
-        return want_enum(value, "tool_choice", TOOL_CHOICE_VALUES)
-    if not isinstance(value, dict):
-        fail(
-            "Invalid 'tool_choice': expected 'none', 'auto', 'required' or an object with a 'type'.",
-            "tool_choice",
-            "invalid_type",
-        )
-    choice = json_copy(value)
-    kind = want_str(require(choice, "type", "tool_choice"), "tool_choice.type", min_len=1, max_len=128)
-    if kind == "function":
-        want_str(require(choice, "name", "tool_choice"), "tool_choice.name", min_len=1, max_len=64)
-    elif kind == "allowed_tools":
-        allowed = want_list(require(choice, "tools", "tool_choice"), "tool_choice.tools")
-        for i, entry in enumerate(allowed):
-            want_str(
-                require(want_object(entry, f"tool_choice.tools[{i}]"), "type", f"tool_choice.tools[{i}]"),
-                f"tool_choice.tools[{i}].type",
-            )
-        # The Response schema requires `mode`; the request's default is "auto".
-        choice["mode"] = want_enum(choice.get("mode", "auto"), "tool_choice.mode", TOOL_CHOICE_VALUES)
-    return choice
 
 
 def _text(value: object) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from ._failures import after_failure, describe_failure, failure_cause
 from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._plan import split
+from ._sequences import Sequences
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
 from .errors import DuplicateResponse, LeaseLost, StoreError, classify
@@ -72,7 +73,7 @@ class Outbox:
         # outbox idle (writes still commit one batch at a time, in submission order).
         self._busy = asyncio.Lock()
         self.stats = OutboxStats()
-        self._last_seq: dict[str, int] = {}  # last committed event seq per response (this process)
+        self._sequences = Sequences()
         # FIFO numbering: a write's number is its submission order (`_queued` at submit time).
         self._queued = 0
         self._taken = 0
@@ -301,7 +302,7 @@ class Outbox:
             if found is None:
                 return writes  # cannot tell (still unreachable): one by one, failing as it does
             if found:
-                self._advance(self._check_continuity(found), set())
+                self._sequences.advance(self._sequences.check(found), set())
                 self._succeed(found)
                 return [w for w in writes if w not in found]
             try:
@@ -365,54 +366,20 @@ class Outbox:
 
     def forget(self, response_id: str) -> None:
         """A response changed hands (recovery claimed it): its sequence restarts from the store."""
-        self._last_seq.pop(response_id, None)
-
-    def _check_continuity(self, writes: list[Write]) -> dict[str, int | None]:
-        """Refuse a write whose events do not follow the last ones committed (invariant 4).
-
-        After a failed write, nothing later of that response can commit from this process
-        until recovery re-reads its position: a gap can never appear in a response's sequence.
-        """
-        last: dict[str, int | None] = {}
-        for w in writes:
-            if not w.events:
-                continue
-            rid = w.response_id
-            # A creation starts a sequence (a duplicate creation fails on its primary key).
-            expected = None if w.create is not None else last[rid] if rid in last else self._last_seq.get(rid)
-            first = w.events[0].seq
-            if expected is not None and first != expected + 1:
-                raise StoreError(
-                    f"response {rid}: event {first} does not follow the last committed event {expected}"
-                )
-            last[rid] = w.events[-1].seq
-        for w in writes:
-            if w.finish is not None:
-                last[w.response_id] = None  # finished: stop tracking
-        return last
+        self._sequences.forget(response_id)
 
     async def _commit(self, writes: list[Write], *, kind: WriteKind) -> Fenced:
         """Commit `writes`; return the (response, owner) pairs fenced off (fast paths only: the
         general path raises `LeaseLost` and commits nothing)."""
-        advanced = self._check_continuity(writes)
+        advanced = self._sequences.check(writes)
         started = time.perf_counter()
         lost = await self._writer.commit(kind, writes)
         elapsed = time.perf_counter() - started
         events = sum(len(w.events) for w in writes if not lost or (w.response_id, w.owner) not in lost)
         self.stats.committed(kind, len(writes), events)
         metrics.commit(kind.value, elapsed, len(writes), events)
-        self._advance(advanced, {rid for rid, _owner in lost})
+        self._sequences.advance(advanced, {rid for rid, _owner in lost})
         return lost
-
-    def _advance(self, advanced: dict[str, int | None], lost_ids: set[str]) -> None:
-        """Record the last committed event of each response (`_check_continuity`'s result)."""
-        for rid, seq in advanced.items():
-            if rid in lost_ids:
-                continue
-            if seq is None:
-                self._last_seq.pop(rid, None)
-            else:
-                self._last_seq[rid] = seq
 
 
 def _writer_for(db: Database, lease_seconds: float) -> Writer:
