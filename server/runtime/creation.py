@@ -51,10 +51,12 @@ class Created:
     response_id: str
     request: CreateRequest
     existing: bool = False
-    _run: ResponseRun | None = field(default=None, repr=False)
-    _memory: MemorySink | None = field(default=None, repr=False)
+    # For the runtime only (`Host.stream_created`, `Host.wait`): the HTTP layer hands `Created`
+    # back to the host and never touches a run.
+    run: ResponseRun | None = field(default=None, repr=False)
+    memory: MemorySink | None = field(default=None, repr=False)
     # The creator's stream: watching since before the creation committed (see `Relay`).
-    _subscription: Subscription | None = field(default=None, repr=False)
+    subscription: Subscription | None = field(default=None, repr=False)
 
 
 def _hash_of(request_json: str) -> str:
@@ -192,7 +194,7 @@ class Creator:
                 asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
 
             run.on_finished.append(drop_later)
-        return Created(rid, req, _run=run, _subscription=sub)
+        return Created(rid, req, run=run, subscription=sub)
 
     async def _existing(
         self, user_id: str, rid: str, request_hash: str, idempotency_key: bool
@@ -214,7 +216,7 @@ class Creator:
                 code="duplicate_response_id",
             )
         stored = CreateRequest.from_json_dict(json.loads(row.request))
-        return Created(rid, stored, existing=True, _run=self.registry.get(rid))
+        return Created(rid, stored, existing=True, run=self.registry.get(rid))
 
     async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
         plan = await self.continuations.plan(user_id, req, rid)
@@ -233,7 +235,7 @@ class Creator:
         trace, _ = self.launcher.telemetry.first_life(rid, delivery="live", background=False)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
         run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream, trace=trace)
-        return Created(rid, req, _run=run, _memory=sink)
+        return Created(rid, req, run=run, memory=sink)
 
 
 @dataclass(frozen=True)

@@ -151,8 +151,6 @@ class Host:
 
     # -- create -------------------------------------------------------------------------
 
-    # -- create -------------------------------------------------------------------------
-
     async def create(
         self, user_id: str, req: CreateRequest, response_id: str | None, *, idempotency_key: bool = False
     ) -> Created:
@@ -163,13 +161,13 @@ class Host:
 
     def stream_created(self, created: Created) -> ResponseStream:
         """The creator's SSE stream: from `response.created` to the terminal event."""
-        run = created._run
+        run = created.run
         rid = created.response_id
         on_first = run.start if run is not None else None
-        if created._memory is not None:
-            frames = self.relay.memory(created._memory)
+        if created.memory is not None:
+            frames = self.relay.memory(created.memory)
             return ResponseStream(frames, on_first=on_first, on_abandoned=lambda: self.abandon(rid))
-        frames = self.relay.committed(rid, -1, created._subscription)
+        frames = self.relay.committed(rid, -1, created.subscription)
         on_abandoned = None if created.request.background else (lambda: self.abandon(rid))
         return ResponseStream(frames, on_first=on_first, on_abandoned=on_abandoned)
 
@@ -211,11 +209,11 @@ class Host:
 
     async def wait(self, created: Created) -> dict[str, Any]:
         """The final Response of a foreground JSON request."""
-        run = created._run
+        run = created.run
         if run is not None:
             await run.done.wait()
-        if created._memory is not None:
-            final = created._memory.terminal_response()
+        if created.memory is not None:
+            final = created.memory.terminal_response()
             if final is None:
                 raise errors.server_error("The response ended without a terminal event.")
             return final
