@@ -57,8 +57,7 @@ class Notifier:
         subs = self._subs.get(response_id)
         if subs:
             for sub in subs:
-                sub._foreign = True
-                sub._event.set()
+                sub.wake(read=True)
 
     def publish_many(self, response_ids: Iterable[str]) -> None:
         for rid in response_ids:
@@ -71,14 +70,13 @@ class Notifier:
             subs = self._subs.get(rid)
             if subs:
                 for sub in subs:
-                    sub._event.set()
+                    sub.wake(read=False)
 
     def publish_all(self) -> None:
         """Wake every subscriber (shutdown: relays re-check whether to go on)."""
         for subs in self._subs.values():
             for sub in subs:
-                sub._foreign = True
-                sub._event.set()
+                sub.wake(read=True)
 
     def has_subscribers(self, response_id: str) -> bool:
         return bool(self._subs.get(response_id))
@@ -88,7 +86,8 @@ class Notifier:
         self._subs.setdefault(response_id, set()).add(sub)
         return sub
 
-    def _release(self, sub: Subscription) -> None:
+    def release(self, sub: Subscription) -> None:
+        """`sub` stops watching (`Subscription.close`)."""
         subs = self._subs.get(sub.response_id)
         if subs is not None:
             subs.discard(sub)
@@ -109,6 +108,12 @@ class Subscription:
         self._event = asyncio.Event()
         self._foreign = False
         self.closed = False
+
+    def wake(self, *, read: bool) -> None:
+        """End a `wait()`; `read`: the rows are in the table only (not in the tail)."""
+        if read:
+            self._foreign = True
+        self._event.set()
 
     def clear(self) -> bool:
         """Reset the flag; returns whether a wake-up since the last clear asked for a read of
@@ -132,7 +137,7 @@ class Subscription:
         """Stop watching (idempotent)."""
         if not self.closed:
             self.closed = True
-            self._notifier._release(self)
+            self._notifier.release(self)
 
     def __enter__(self) -> Subscription:
         return self
