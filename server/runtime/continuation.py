@@ -16,9 +16,8 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_framework import Message, WorkflowCheckpoint
@@ -37,7 +36,8 @@ from ._af_private import CheckpointTypeRefused, decode_checkpoint, decode_sessio
 from ._offload import for_input
 from .apps import HostedApp
 from .ending import SESSION_ROWS
-from .messages import declaration_tools, input_items_to_messages, output_items_to_messages
+from .history import MAX_HISTORY_RESPONSES, History
+from .messages import declaration_tools, input_items_to_messages
 from .plan import RunPlan
 from .references import resolve_references
 from .replies import (
@@ -50,7 +50,6 @@ from .replies import (
     typed_replies,
 )
 
-MAX_HISTORY_RESPONSES = 1000
 # Decoded checkpoints kept by id (a checkpoint row never changes): `check` and `plan` share one.
 _DECODED_CACHE = 16
 
@@ -72,6 +71,7 @@ class Continuations:
         self.store = store
         self.app = app
         self.allowed_types = allowed_types
+        self.history = History(store)
         self._decoded: OrderedDict[str, WorkflowCheckpoint] = OrderedDict()
 
     async def check(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
@@ -178,7 +178,7 @@ class Continuations:
         known = set(_call_ids(resolved, "function_call"))
         missing = [c for c in replies if c not in known]
         if missing and prev is not None and not self.app.is_workflow:
-            async for items in self._prior_items_newest_first(user_id, req, prev):
+            async for items in self.history.prior_items_newest_first(user_id, req, prev):
                 known.update(_call_ids(items, "function_call"))
                 missing = [c for c in missing if c not in known]
                 if not missing:
@@ -263,7 +263,7 @@ class Continuations:
         if session_row is not None:
             session = decode_session(session_row.data, allowed_types=self.allowed_types)
             return RunPlan(messages=system + current, tools=tools, session=session)
-        history = await self.history(user_id, req, rid)
+        history = await self.history.messages(user_id, req, rid)
         return RunPlan(messages=system + history + current, tools=tools)
 
     async def _session(
@@ -345,69 +345,3 @@ class Continuations:
         while len(self._decoded) > _DECODED_CACHE:
             self._decoded.popitem(last=False)
         return checkpoint
-
-    # -- history --------------------------------------------------------------------------
-
-    async def _chain(self, user_id: str, req: CreateRequest, rid: str) -> list[ResponseRow]:
-        """The prior turns of a plain agent's conversation, oldest first."""
-        chain: list[ResponseRow] = []
-        if req.previous_response_id:
-            next_id: str | None = req.previous_response_id
-            while next_id and len(chain) < MAX_HISTORY_RESPONSES:
-                row = await self.store.get_response(next_id, user_id)
-                if row is None:
-                    break
-                chain.append(row)
-                next_id = row.previous_response_id
-            chain.reverse()
-        elif req.conversation_id:
-            chain = [
-                r
-                for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid
-            ]
-        return chain
-
-    async def _turn_items(self, user_id: str, row: ResponseRow) -> tuple[list[Any], list[Any]]:
-        """A prior turn's input (references resolved, as its run saw them) and output items."""
-        inputs = [json.loads(i.data) for i in await self.store.input_items(row.id)]
-        outputs = [json.loads(o.data) for o in await self.store.output_items(row.id)]
-        return await self.resolve_references(user_id, inputs, strict=False), outputs
-
-    async def _prior_items_newest_first(
-        self, user_id: str, req: CreateRequest, prev: ResponseRow
-    ) -> AsyncIterator[list[Any]]:
-        """Each prior turn's output then input items, newest turn first (stops early if asked)."""
-        if req.previous_response_id:
-            row: ResponseRow | None = prev
-            seen = 0
-            while row is not None and seen < MAX_HISTORY_RESPONSES:
-                inputs, outputs = await self._turn_items(user_id, row)
-                yield outputs
-                yield inputs
-                seen += 1
-                nxt = row.previous_response_id
-                row = await self.store.get_response(nxt, user_id) if nxt else None
-        elif req.conversation_id:
-            for turn in reversed(await self.store.conversation_responses(user_id, req.conversation_id)):
-                inputs, outputs = await self._turn_items(user_id, turn)
-                yield outputs
-                yield inputs
-
-    async def history(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
-        """Prior turns' input and output, oldest first, for a plain agent."""
-        messages: list[Any] = []
-        # Items deleted from a conversation's item list are left out of the history rebuilt here.
-        hidden = (
-            await self.store.conversations.hidden_ids(user_id, req.conversation_id)
-            if req.conversation_id
-            else set()
-        )
-        for row in await self._chain(user_id, req, rid):
-            inputs, outputs = await self._turn_items(user_id, row)
-            if hidden:
-                inputs = [i for i in inputs if i.get("id") not in hidden]
-                outputs = [o for o in outputs if o.get("id") not in hidden]
-            messages.extend(input_items_to_messages(inputs))
-            messages.extend(output_items_to_messages(outputs))
-        return messages
