@@ -216,7 +216,18 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
         )
 
     engine = create_async_engine(connector.url.set(query={}), creator=creator, **kwargs)
+    # The tables keep JSON as text (`records`): the json and jsonb codecs SQLAlchemy's asyncpg
+    # dialect sets up on every new connection are two type lookups (4 round trips) before its
+    # first statement, which every reconnect after a reset paid. (The dialect documents these
+    # two methods as the ones to override.)
+    dialect = engine.sync_engine.dialect
+    for name in ("setup_asyncpg_json_codec", "setup_asyncpg_jsonb_codec"):
+        setattr(dialect, name, _no_codec)
     return engine
+
+
+async def _no_codec(_conn: Any) -> None:
+    return None
 
 
 def pg_connector(raw_url: str, options: ConnectionOptions) -> PgConnector:

@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import _sql
 from ._base import write_all
+from ._in_doubt import READ_BACK, Lookup
 from ._pg_listen import payloads
 from ._plan import creation_rows, fences
 from ._writer import Fenced, WriteKind, Writer
@@ -61,6 +62,7 @@ class PgWriter(Writer):
     general path on the SQLAlchemy engine."""
 
     fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP, WriteKind.END})
+    reads_back = True
 
     def __init__(self, connect: Connect, engine: AsyncEngine, *, lease_seconds: float) -> None:
         self._connect = connect
@@ -92,6 +94,20 @@ class PgWriter(Writer):
         await self._general(writes)
         return set()
 
+    async def committed(self, writes: Sequence[Write]) -> list[Write] | None:
+        lookup = Lookup.of(writes)
+        if lookup is None:
+            return None
+        async with self._lock:
+            try:
+                conn = await self._connection()
+                rows = await conn.fetch(READ_BACK, *lookup.arguments())
+            except Exception:
+                if self._conn is not None and self._conn.is_closed():
+                    self._conn = None
+                return None  # still unreachable: the retries fail as the database does
+        return lookup.found_in(rows)
+
     async def _general(self, writes: Sequence[Write]) -> None:
         async with self._engine.begin() as conn:
             await write_all(conn, writes, lease_seconds=self._lease_seconds)
@@ -107,7 +123,9 @@ class PgWriter(Writer):
         notify = self._notify
         for st, args in statements:
             assert len(args) == st.params, f"{len(args)} arguments for a statement of {st.params}"
-        prepared = [[st.render(notify is not None), *args, *(notify or ())] for st, args in statements]
+        prepared = [
+            [st.render(notify is not None), *st.encode(args), *(notify or ())] for st, args in statements
+        ]
         async with self._lock:
             conn = await self._connection()
             try:

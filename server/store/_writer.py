@@ -56,6 +56,15 @@ class Writer(ABC):
         """Commit `writes` (all of `kind`, or any when GENERAL) in one transaction; return the
         pairs fenced off (always empty for GENERAL, which raises `LeaseLost` instead)."""
 
+    # Whether `committed` reads back on the writer's own connection; else the outbox reads
+    # through the store's reader (`_in_doubt.committed_anyway`).
+    reads_back: ClassVar[bool] = False
+
+    async def committed(self, writes: Sequence[Write]) -> list[Write] | None:
+        """After a group's commit failed on the connection: its writes whose rows are durable
+        anyway; None when that cannot be told (`_in_doubt`). Only where `reads_back`."""
+        raise NotImplementedError
+
     def notify_replicas(self, channel: str, prefix: str) -> None:  # noqa: B027 - optional hook
         """Tell other replicas what each transaction committed (`pg_notify(channel, prefix || id)`)."""
 

@@ -298,7 +298,10 @@ class Outbox:
         once, on a new connection (a reset is not an outage: write by write over a slow
         network would take seconds). Twice at most; otherwise, as before."""
         for _ in range(IN_DOUBT_RETRIES):
-            found = await committed_anyway(self._db, writes)
+            if self._writer.reads_back:
+                found = await self._writer.committed(writes)
+            else:
+                found = await committed_anyway(self._db, writes)
             if found is None:
                 return writes  # cannot tell (still unreachable): one by one, failing as it does
             if found:

@@ -12,9 +12,10 @@ import pytest
 from server.store import DatabaseUnavailable, Store, Unavailable, Write
 from server.store._in_doubt import committed_anyway
 from server.store._lockfile import LockFile
+from server.store._pg_writer import PgWriter
 from server.store.health import DatabaseHealth, Op
 
-from .helpers import event, owned, response
+from .helpers import checkpoint, event, owned, response
 
 # -- health --------------------------------------------------------------------------------
 
@@ -131,3 +132,24 @@ async def test_committed_anyway_reads_back_what_committed(store: Store) -> None:
     unknowable = Write("resp_1", "p1")
     assert await committed_anyway(store.db, [committed, lost]) == [committed]
     assert await committed_anyway(store.db, [unknowable]) is None
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "postgresql-unprepared"], indirect=True)
+async def test_the_postgresql_writer_reads_back_on_its_own_connection(store: Store) -> None:
+    """On PostgreSQL a commit in doubt is read back by the writer, on its own (new) connection:
+    events by their first sequence number, checkpoints by id, nothing for a write without rows."""
+    await store.insert_response(owned("resp_1", "p1"), [], [])
+    await store.submit(Write("resp_1", "p1", events=[event(0), event(1)]))
+    await store.submit(Write("resp_1", "p1", checkpoint=checkpoint("cp_kept", "resp_1")))
+    committed = Write("resp_1", "p1", events=[event(1)])
+    lost = Write("resp_1", "p1", events=[event(2)])
+    kept = Write("resp_1", "p1", checkpoint=checkpoint("cp_kept", "resp_1"))
+    gone = Write("resp_1", "p1", checkpoint=checkpoint("cp_gone", "resp_1"))
+    assert store.db.connect_raw is not None
+    writer = PgWriter(store.db.connect_raw, store.db.writer, lease_seconds=store.lease_seconds)
+    try:
+        assert await writer.committed([committed, lost, kept, gone]) == [committed, kept]
+        assert await writer.committed([lost, gone]) == []
+        assert await writer.committed([Write("resp_1", "p1")]) is None
+    finally:
+        await writer.close()

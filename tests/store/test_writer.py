@@ -148,3 +148,53 @@ async def test_an_end_with_items_on_both_paths_matches(store: Store) -> None:
     assert row is not None and (row.status, row.completed_at, row.usage) == ("completed", 1.5, '{"t": 1}')
     every = await store.output_items("resp_1", included_only=False)
     assert [(i.output_index, i.included) for i in every] == [(0, True), (1, False)]
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "postgresql-unprepared"], indirect=True)
+async def test_a_new_writer_connection_runs_its_statements_without_type_lookups(store: Store) -> None:
+    """On a new connection (after a reset, say) the writer's first statements go out alone: no
+    type lookup before them (asyncpg looks an `int4[]` parameter's type up first: 3 queries,
+    0.6 s over a 100 ms round trip). Each kind of the fast paths, and a commit read back."""
+    from server.store._in_doubt import Lookup
+    from server.store._pg_writer import PgWriter
+
+    queries: list[str] = []
+    assert store.db.connect_raw is not None
+    connect_raw = store.db.connect_raw
+
+    async def connect() -> object:
+        conn = await connect_raw()
+        conn.add_query_logger(lambda record: queries.append(record.query))
+        return conn
+
+    writer = PgWriter(connect, store.db.writer, lease_seconds=store.lease_seconds)
+    try:
+        create = Write(
+            "resp_1", "p1", create=(owned("resp_1", "p1"), []), events=[event(0, "response.created")]
+        )
+        await writer.commit(WriteKind.CREATE, [create])
+        step = Write(
+            "resp_1",
+            "p1",
+            events=events(1, 3),
+            items=[output_item(0)],
+            checkpoint=checkpoint("cp_1", "resp_1"),
+        )
+        assert await writer.commit(WriteKind.SUPERSTEP, [step]) == set()
+        assert await writer.committed([step]) == [step]
+        end = Write(
+            "resp_1",
+            "p1",
+            events=[event(3, "response.completed")],
+            finish=Finish(status="completed", completed_at=time.time()),
+            prune=("alice", "resp_1"),
+        )
+        assert await writer.commit(WriteKind.END, [end]) == set()
+    finally:
+        await writer.close()
+    assert Lookup.of([step]) is not None
+    looked_up = [q for q in queries if "typeinfo" in q or "current_setting('jit')" in q]
+    assert not looked_up, looked_up
+    assert len(queries) == 4, queries
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.status == "completed"
