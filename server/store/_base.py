@@ -45,7 +45,7 @@ class StoreBase:
             if unavailable is None:
                 raise
             metrics.database_error(unavailable.reason.value)
-            self.db.health.failed(unavailable, Op.READ)
+            self.db.failed(unavailable, Op.READ)
             raise unavailable from exc
         self.db.health.succeeded(Op.READ)
 
@@ -60,7 +60,7 @@ class StoreBase:
             if unavailable is None:
                 raise
             metrics.database_error(unavailable.reason.value)
-            self.db.health.failed(unavailable, Op.WRITE)
+            self.db.failed(unavailable, Op.WRITE)
             raise unavailable from exc
         self.db.health.succeeded(Op.WRITE)
 

@@ -12,19 +12,22 @@ from __future__ import annotations
 import os
 import re
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool, StaticPool
 from sqlalchemy.util import await_only
 
 from ._pg_auth import TokenProvider
 from ._pg_connect import PgConnector, libpq_dsn
-from .health import DatabaseHealth
+from .errors import DatabaseUnavailable, Unavailable
+from .health import DatabaseHealth, Op
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -118,6 +121,13 @@ class Database:
     def connect_raw(self) -> Callable[[], Awaitable[Any]] | None:
         return self.pg.connect if self.pg is not None else None
 
+    def failed(self, exc: DatabaseUnavailable, op: Op) -> None:
+        """A store operation found the database unusable: health counts it (one log line per
+        condition change); a prepared statement gone missing corrects the pooler decision."""
+        self.health.failed(exc, op)
+        if exc.reason is Unavailable.POOLER and self.pg is not None:
+            self.pg.pooler_seen()
+
     async def dispose(self) -> None:
         await self.writer.dispose()
         if self.reader is not self.writer:
@@ -206,8 +216,11 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
         assert engine is not None
         dbapi: Any = engine.sync_engine.dialect.dbapi
 
-        def connect() -> Awaitable[Any]:
-            return connector.connect(prepared=prepared)
+        async def connect() -> Any:
+            conn = await connector.connect(prepared=prepared)
+            if prepared:
+                keeping.add(conn)
+            return conn
 
         return dbapi.connect(
             async_creator_fn=connect,
@@ -215,7 +228,17 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
             prepared_statement_name_func=None if prepared else _unnamed,
         )
 
+    # The pool's connections that keep prepared statements (asyncpg's): replaced at their next
+    # checkout once the connector finds a transaction pooler after all (`PgConnector.pooler_seen`).
+    keeping: weakref.WeakSet[Any] = weakref.WeakSet()
     engine = create_async_engine(connector.url.set(query={}), creator=creator, **kwargs)
+
+    @event.listens_for(engine.sync_engine.pool, "checkout")
+    def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if connector.prepared_statements is False and record.driver_connection in keeping:
+            keeping.discard(record.driver_connection)
+            raise DisconnectionError("prepared statements are off now: a new connection")
+
     # The tables keep JSON as text (`records`): the json and jsonb codecs SQLAlchemy's asyncpg
     # dialect sets up on every new connection are two type lookups (4 round trips) before its
     # first statement, which every reconnect after a reset paid. (The dialect documents these

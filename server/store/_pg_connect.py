@@ -219,7 +219,7 @@ class PgConnector:
         if self._pooled is None:
             probing = self._probing
             if probing is None or probing.get_loop() is not asyncio.get_running_loop():
-                probing = self._probing = asyncio.ensure_future(self._probe())
+                probing = self._probing = asyncio.ensure_future(self.probe())
                 probing.add_done_callback(_consume)
             try:
                 pooled = await asyncio.shield(probing)
@@ -229,7 +229,27 @@ class PgConnector:
             self._pooled = pooled
         return self._pooled
 
-    async def _probe(self) -> bool:
+    def pooler_seen(self) -> bool:
+        """A statement failed the way only a transaction pooler makes it fail (a prepared
+        statement missing on, or already on, the session it ran on): when the URL left the
+        decision to the probe, the probe was misled (it saw no pooler, or timed out under
+        load), and from now on connections are opened without prepared statements (`pg_engine`
+        replaces the pool's prepared ones at their next checkout). Returns whether the
+        decision changed."""
+        if self.mode is not PreparedStatements.AUTO or self._pooled is True:
+            return False
+        self._pooled = True
+        log.warning(
+            "%s: a prepared statement was missing on its server session, the mark of a connection "
+            "pooler in transaction mode that the start-up probe did not see: prepared statements "
+            "are off from now on (add ?prepared_statements=false to the URL to say so up front)",
+            self.where,
+        )
+        return True
+
+    async def probe(self) -> bool:
+        """Whether a transaction pooler is in front, asked of the server now (no caching:
+        `transaction_pooled` probes once)."""
         a = await self.connect(prepared=False)
         try:
             b = await self.connect(prepared=False)

@@ -43,6 +43,7 @@ from ._in_doubt import READ_BACK, Lookup
 from ._pg_listen import payloads
 from ._plan import creation_rows, fences
 from ._writer import Fenced, WriteKind, Writer
+from .errors import Unavailable, classify
 from .records import Write
 
 _SUPERSTEP = _sql.superstep_statement()
@@ -64,8 +65,16 @@ class PgWriter(Writer):
     fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP, WriteKind.END})
     reads_back = True
 
-    def __init__(self, connect: Connect, engine: AsyncEngine, *, lease_seconds: float) -> None:
+    def __init__(
+        self,
+        connect: Connect,
+        engine: AsyncEngine,
+        *,
+        lease_seconds: float,
+        pooler_seen: Callable[[], object] | None = None,
+    ) -> None:
         self._connect = connect
+        self._pooler_seen = pooler_seen
         self._engine = engine
         self._lease_seconds = lease_seconds
         self._conn: Any = None
@@ -133,7 +142,14 @@ class PgWriter(Writer):
                     return [await conn.fetch(*prepared[0])]
                 async with conn.transaction():
                     return [await conn.fetch(*st) for st in prepared]
-            except Exception:
+            except Exception as exc:
+                unavailable = classify(exc)
+                if unavailable is not None and unavailable.reason is Unavailable.POOLER:
+                    # Its statements were prepared on a session it no longer has: connect
+                    # again, without them (`PgConnector.pooler_seen`).
+                    if self._pooler_seen is not None:
+                        self._pooler_seen()
+                    conn.terminate()
                 if conn.is_closed():
                     self._conn = None
                 raise

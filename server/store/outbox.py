@@ -355,7 +355,7 @@ class Outbox:
             # One line per condition change (`health`), not one per failed write.
             if unavailable is not exc:
                 metrics.database_error(unavailable.reason.value)
-            self._db.health.failed(unavailable, Op.WRITE)
+            self._db.failed(unavailable, Op.WRITE)
             exc = unavailable
         elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse):
             log.error("outbox commit failed: %s", exc)
@@ -388,8 +388,8 @@ class Outbox:
 def _writer_for(db: Database, lease_seconds: float) -> Writer:
     if db.dialect == SQLITE:
         return SqliteWriter(db.url, lease_seconds=lease_seconds)
-    assert db.connect_raw is not None
-    return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds)
+    assert db.connect_raw is not None and db.pg is not None
+    return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds, pooler_seen=db.pg.pooler_seen)
 
 
 def _awaited(w: Write) -> bool:

@@ -147,7 +147,10 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
     def cross_process_wakeups(self) -> bool:
         """Whether relays of responses driven elsewhere are woken now (PostgreSQL, while LISTEN
         is up) or must poll (SQLite, LISTEN off, impossible through a pooler, or reconnecting)."""
-        return self._listener is not None and self._listener.listening
+        listen = self.db.listen
+        # LISTEN through a pooler found in transaction mode after it started hears nothing.
+        pooled = listen is not None and listen.transaction_pooler is True
+        return self._listener is not None and self._listener.listening and not pooled
 
     @property
     def stats(self) -> StoreStats:

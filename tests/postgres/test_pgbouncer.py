@@ -190,3 +190,78 @@ def test_the_pooler_probe_agrees_under_concurrent_first_connections(
     verdicts = asyncio.run(scenario())
     wrong = [v for v in verdicts if v != [expected] * len(v)]
     assert not wrong, f"pooled should be {expected} for every caller: {wrong}"
+
+
+def test_a_misled_pooler_probe_is_corrected_at_the_first_missing_statement(
+    pg: OwnPostgres, empty_database: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The start-up probe can be misled (it timed out under load, or other clients' traffic hid
+    the pooler in every round): connections then keep prepared statements behind a transaction
+    pooler. The first statement found missing on its session turns them off for good (a
+    warning says so), the pool's prepared connections are replaced at their next checkout and
+    the writer reconnects: a few 503s (`pooler`) at most, then none, reads and writes alike."""
+    import logging
+
+    from server.store import DatabaseUnavailable, Store, Unavailable
+    from server.store._engine import ConnectionOptions
+    from server.store._pg_connect import PgConnector
+    from tests.store.helpers import event, owned
+
+    require_pgbouncer()
+    migrate = subprocess.run(
+        [sys.executable, "-m", "server", "migrate", "--database-url", pg.url(empty_database)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+
+    async def misled(self: PgConnector) -> bool:
+        return False
+
+    monkeypatch.setattr(PgConnector, "probe", misled)
+
+    async def scenario() -> tuple[list[int], Any]:
+        store = Store.open(url, connection=ConnectionOptions(pool_size=6, pool_overflow=0))
+        await store.start("replica-a")
+        try:
+            assert store.stats.prepared_statements is True  # misled
+            failed: list[int] = []
+            for round_ in range(2):
+
+                async def worker(i: int, round_: int = round_) -> int:
+                    bad = 0
+                    for j in range(25):
+                        try:
+                            rid = f"resp_{round_}_{i}_{j}"
+                            await store.insert_response(
+                                owned(rid, "replica-a"), [], [event(0, "response.created")]
+                            )
+                            assert await store.get_response(rid, None) is not None
+                        except DatabaseUnavailable as exc:
+                            assert exc.reason is Unavailable.POOLER, exc
+                            bad += 1
+                    return bad
+
+                failures = sum(await asyncio.gather(*(worker(i) for i in range(8))))
+                failed.append(failures)
+            return failed, store.stats
+        finally:
+            await store.close()
+
+    # Two server sessions for eight busy clients: consecutive transactions of one client
+    # connection land on either, so a statement prepared on one is soon missing on the other.
+    with (
+        PgBouncer(server_port=pg.port, pool_mode="transaction", pool_size=2) as bouncer,
+        caplog.at_level(logging.WARNING, logger="durable_responses.pg"),
+    ):
+        url = bouncer.url(empty_database)
+        failed, stats = asyncio.run(scenario())
+    assert failed[1] == 0, f"failures after the correction: {failed}"
+    assert stats.prepared_statements is False and stats.transaction_pooler is True, stats
+    assert failed[0] <= 12, f"too many failures before the correction: {failed}"
+    assert any("prepared statements are off from now on" in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
