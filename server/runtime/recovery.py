@@ -63,6 +63,11 @@ MAX_BATCH = 16
 # Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas,
 # less than a pause: the first awake cannot take many batches before the others wake).
 EXPIRY_JITTER = 0.005
+# After a sweep that claimed N, this replica sweeps again no sooner than N times this: the
+# next leases to expire go to a survivor that has claimed less (a replica ahead of the others,
+# the least loaded, took 9 of 12 in CI without it). Alone it costs a few tens of milliseconds
+# per lease expiry at most.
+CLAIM_YIELD = 0.025
 # Claimed responses resumed at the same time by one sweep (each resume is a few reads).
 RESUME_CONCURRENCY = 8
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
@@ -129,9 +134,11 @@ class Recovery:
         while True:
             strand_wakes = True
             try:
-                await self.sweep()
+                claimed = await self.sweep()
                 backoff = RETRY_FIRST
                 wait = await self._until_next_expiry()
+                if claimed:
+                    wait = max(wait, min(claimed * CLAIM_YIELD, self._settings.recovery_interval))
                 if self._registry.stranded:  # some could not be claimed yet
                     wait = min(wait, backoff)
             except Exception as exc:
