@@ -48,9 +48,21 @@ class _Instrument:
         self.prom = prom
         self.labels = tuple(labels)
         self.otel: Any = None
+        # Children by label values (bounded: no label takes an unbounded set of values);
+        # prometheus_client's `labels()` validates and locks on every call, several per commit.
+        self._children: dict[tuple[str, ...], Any] = {}
 
     def _child(self, labels: dict[str, str]) -> Any:
-        return self.prom.labels(**labels) if self.labels else self.prom
+        if not self.labels:
+            return self.prom
+        try:
+            key = tuple(labels[name] for name in self.labels)
+        except KeyError:
+            return self.prom.labels(**labels)  # which says what is wrong with them
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self.prom.labels(**labels)
+        return child
 
 
 class _Counter(_Instrument):
