@@ -157,8 +157,8 @@ class ModelCallsOnly(TracerProvider):
     """The provider installed when no tracing is configured: a model call's span is an SDK span
     (recorded for usage, never exported: `UsageOnly`); every other span is the no-op span,
     made without the SDK. A span the SDK makes only to drop it still costs a tracer lookup, a
-    sampler call, ids and attributes: 9% of a countdown superstep (agent-framework starts three
-    spans per superstep), measured against this provider."""
+    sampler call, ids and attributes, and agent-framework starts three per superstep: with this
+    provider a countdown superstep takes 0.86x the time (A/B in one run)."""
 
     def __init__(self) -> None:
         super().__init__(sampler=UsageOnly())

@@ -226,7 +226,8 @@ class PgConnector:
             finally:
                 if probing.done() and self._probing is probing:
                     self._probing = None  # a failed probe is tried again by the next caller
-            self._pooled = pooled
+            if self._pooled is None:  # (`pooler_seen` may have decided meanwhile)
+                self._pooled = pooled
         return self._pooled
 
     def pooler_seen(self) -> bool:
