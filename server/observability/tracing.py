@@ -41,9 +41,11 @@ from .settings import Exporter, ObservabilitySettings, OtlpProtocol
 from .settings import Sampler as SamplerName
 
 __all__ = [
+    "CachedTracers",
     "KeepModelCalls",
     "configure",
     "enabled",
+    "is_model_call",
     "preset_ids",
     "shutdown",
     "tracer",
@@ -79,11 +81,15 @@ class CachedTracers(TracerProvider):
     ) -> trace.Tracer:
         key = (instrumenting_module_name, instrumenting_library_version, schema_url)
         if attributes:  # attributes make another scope; rare, not cached
-            return super().get_tracer(*key, attributes)
+            return self.wrap(super().get_tracer(*key, attributes))
         found = self._cached.get(key)
         if found is None:
-            found = self._cached[key] = super().get_tracer(*key)
+            found = self._cached[key] = self.wrap(super().get_tracer(*key))
         return found
+
+    def wrap(self, tracer: trace.Tracer) -> trace.Tracer:
+        """The tracer handed out for the SDK's `tracer` (a subclass may filter its spans)."""
+        return tracer
 
 
 def enabled() -> bool:

@@ -27,6 +27,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
+from ..observability.tracing import CachedTracers, is_model_call
 from ..protocol.response import usage as usage_body
 from ..protocol.sse import dumps
 
@@ -141,7 +142,7 @@ class UsageOnly(Sampler):
     def should_sample(
         self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any
     ) -> SamplingResult:
-        if _is_model_call(name):
+        if is_model_call(name):
             return SamplingResult(Decision.RECORD_ONLY)
         return SamplingResult(Decision.DROP)
 
@@ -149,11 +150,7 @@ class UsageOnly(Sampler):
         return "UsageOnly"
 
 
-def _is_model_call(name: str) -> bool:
-    return name == _CHAT or name.startswith(_CHAT + " ")
-
-
-class ModelCallsOnly(TracerProvider):
+class ModelCallsOnly(CachedTracers):
     """The provider installed when no tracing is configured: a model call's span is an SDK span
     (recorded for usage, never exported: `UsageOnly`); every other span is the no-op span,
     made without the SDK. A span the SDK makes only to drop it still costs a tracer lookup, a
@@ -162,73 +159,30 @@ class ModelCallsOnly(TracerProvider):
 
     def __init__(self) -> None:
         super().__init__(sampler=UsageOnly())
-        self._cached: dict[tuple[str, str | None, str | None], trace.Tracer] = {}
 
-    def get_tracer(
-        self,
-        instrumenting_module_name: str,
-        instrumenting_library_version: str | None = None,
-        schema_url: str | None = None,
-        attributes: Any = None,
-    ) -> trace.Tracer:
-        key = (instrumenting_module_name, instrumenting_library_version, schema_url)
-        found = self._cached.get(key)
-        if found is None:
-            sdk = super().get_tracer(*key, attributes)
-            found = self._cached[key] = _ModelCallsTracer(sdk)
-        return found
+    def wrap(self, tracer: trace.Tracer) -> trace.Tracer:
+        return _ModelCallsTracer(tracer)
 
 
 class _ModelCallsTracer(trace.Tracer):
     def __init__(self, sdk: trace.Tracer) -> None:
         self._sdk = sdk
 
-    def start_span(
-        self,
-        name: str,
-        context: otel_context.Context | None = None,
-        kind: trace.SpanKind = trace.SpanKind.INTERNAL,
-        attributes: Any = None,
-        links: Any = None,
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-    ) -> trace.Span:
-        if not _is_model_call(name):
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> trace.Span:
+        if not is_model_call(name):
             return trace.INVALID_SPAN
-        return self._sdk.start_span(
-            name, context, kind, attributes, links, start_time, record_exception, set_status_on_exception
-        )
+        return self._sdk.start_span(name, *args, **kwargs)
 
     # A plain context manager (OpenTelemetry's own also decorates functions; the framework
     # only enters it with `with`).
     @contextlib.contextmanager
     def start_as_current_span(  # type: ignore[override]
-        self,
-        name: str,
-        context: otel_context.Context | None = None,
-        kind: trace.SpanKind = trace.SpanKind.INTERNAL,
-        attributes: Any = None,
-        links: Any = None,
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-        end_on_exit: bool = True,
+        self, name: str, *args: Any, **kwargs: Any
     ) -> Iterator[trace.Span]:
-        if not _is_model_call(name):
+        if not is_model_call(name):
             yield trace.INVALID_SPAN  # like the no-op tracer: nothing attached to the context
             return
-        with self._sdk.start_as_current_span(
-            name,
-            context,
-            kind,
-            attributes,
-            links,
-            start_time,
-            record_exception,
-            set_status_on_exception,
-            end_on_exit,
-        ) as span:
+        with self._sdk.start_as_current_span(name, *args, **kwargs) as span:
             yield span
 
 

@@ -21,22 +21,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import and_, or_, select
 
 from . import _tables as t
 from ._engine import Database
+from ._sql import Params, PgStatement
 from .records import Write
 
-# The rows of `Lookup` that exist: ('e', response id, seq) and ('c', checkpoint id, NULL).
-# Sequence numbers travel as text (`_sql.Params`: an int4[] parameter costs a new connection
-# a type lookup first, 3 queries).
-READ_BACK = (
-    "SELECT 'e', e.response_id, e.seq FROM events e "
-    "JOIN unnest($1::text[], $2::text[]::integer[]) AS k(response_id, seq) "
-    "ON e.response_id = k.response_id AND e.seq = k.seq "
-    "UNION ALL SELECT 'c', c.checkpoint_id, NULL FROM checkpoints c WHERE c.checkpoint_id = ANY($3::text[])"
-)
+
+def _read_back() -> PgStatement:
+    """The rows of `Lookup` that exist: ('e', response id, seq) and ('c', checkpoint id, NULL)."""
+    p = Params()
+    rids, seqs, checkpoints = p.take("text[]"), p.take("int4[]"), p.take("text[]")
+    text = (
+        "SELECT 'e', e.response_id, e.seq FROM events e "
+        f"JOIN unnest({rids}, {seqs}) AS k(response_id, seq) "
+        "ON e.response_id = k.response_id AND e.seq = k.seq "
+        "UNION ALL SELECT 'c', c.checkpoint_id, NULL FROM checkpoints c "
+        f"WHERE c.checkpoint_id = ANY({checkpoints})"
+    )
+    return PgStatement.of(text, p)
+
+
+READ_BACK = _read_back()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +66,15 @@ class Lookup:
     def checkpoint_ids(self) -> list[str]:
         return [cid for w in self.by_checkpoint if (cid := _checkpoint_id(w)) is not None]
 
-    def arguments(self) -> list[list[str]]:
-        """`READ_BACK`'s parameters."""
-        return [
-            [w.response_id for w in self.by_event],
-            [str(w.events[0].seq) for w in self.by_event],
-            self.checkpoint_ids,
-        ]
+    def arguments(self) -> list[Any]:
+        """`READ_BACK`'s parameters, as `READ_BACK.encode` sends them."""
+        return READ_BACK.encode(
+            [
+                [w.response_id for w in self.by_event],
+                [w.events[0].seq for w in self.by_event],
+                self.checkpoint_ids,
+            ]
+        )
 
     def found(self, events: set[tuple[str, int]], checkpoints: set[str]) -> list[Write]:
         """The writes whose rows are among those read back."""

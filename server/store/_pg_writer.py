@@ -110,7 +110,7 @@ class PgWriter(Writer):
         async with self._lock:
             try:
                 conn = await self._connection()
-                rows = await conn.fetch(READ_BACK, *lookup.arguments())
+                rows = await conn.fetch(READ_BACK.text, *lookup.arguments())
             except Exception:
                 if self._conn is not None and self._conn.is_closed():
                     self._conn = None

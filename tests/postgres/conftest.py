@@ -26,6 +26,20 @@ from . import pgbouncer
 from .certs import Certs, make_certs
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def migrate(url: str) -> subprocess.CompletedProcess[str]:
+    """`durable-responses migrate` of this checkout on `url`, in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "server", "migrate", "--database-url", url],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 TEMPLATE = "dr_template"
 
 
@@ -59,14 +73,7 @@ def own_pg() -> Iterator[tuple[OwnPostgres, Certs]]:
         pg.psql("CREATE ROLE certuser LOGIN SUPERUSER")
         pg.psql("CREATE ROLE tokenuser LOGIN SUPERUSER PASSWORD 'initial'")
         pg.psql(f'CREATE DATABASE "{TEMPLATE}"')
-        subprocess.run(
-            [sys.executable, "-m", "server", "migrate", "--database-url", pg.url(TEMPLATE)],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        migrate(pg.url(TEMPLATE)).check_returncode()
         yield pg, certs
     finally:
         pg.destroy()

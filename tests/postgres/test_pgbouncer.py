@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +28,7 @@ from tests.support.pgserver import OwnPostgres
 from tests.support.servers import ServerProcess
 from tests.support.sse import check_sequence, stream_events
 
-from .conftest import ROOT, require_pgbouncer
+from .conftest import migrate, require_pgbouncer
 from .pgbouncer import PgBouncer, PoolMode
 
 APP = "server.examples.countdown:countdown"
@@ -81,15 +79,8 @@ def test_two_replicas_through_pgbouncer(
     # Start-up errors say what to do.
     with pytest.raises(StartupError, match="durable-responses migrate"):
         prepare(_settings(url))
-    migrate = subprocess.run(
-        [sys.executable, "-m", "server", "migrate", "--database-url", url],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert migrate.returncode == 0, migrate.stderr
+    migrated = migrate(url)
+    assert migrated.returncode == 0, migrated.stderr
     if transaction:
         with pytest.raises(StartupError, match=r"transaction mode.*prepared_statements=false"):
             prepare(_settings(url + "?prepared_statements=true"))
@@ -208,15 +199,8 @@ def test_a_misled_pooler_probe_is_corrected_at_the_first_missing_statement(
     from tests.store.helpers import event, owned
 
     require_pgbouncer()
-    migrate = subprocess.run(
-        [sys.executable, "-m", "server", "migrate", "--database-url", pg.url(empty_database)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert migrate.returncode == 0, migrate.stderr
+    migrated = migrate(pg.url(empty_database))
+    assert migrated.returncode == 0, migrated.stderr
 
     async def misled(self: PgConnector) -> bool:
         return False
