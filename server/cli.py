@@ -177,7 +177,11 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     from .store.migrate import redact_url
 
     log_level = settings.process.log_level
-    log_config = logs.configure(log_level, json_lines=settings.process.log_format == LogFormat.JSON)
+    log_config = logs.configure(
+        log_level,
+        json_lines=settings.process.log_format == LogFormat.JSON,
+        framework_level=settings.process.framework_log_level,
+    )
     log = logging.getLogger("durable_responses")
     if settings.process.workers > 1:
         return _supervise(settings, argv)

@@ -105,8 +105,12 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(out).decode()
 
 
-def configure(level: str, *, json_lines: bool) -> dict[str, Any]:
-    """Configure the root logger; returns the logging config uvicorn should apply (its own
+FRAMEWORK_LOGGER = "agent_framework"
+
+
+def configure(level: str, *, json_lines: bool, framework_level: str = "warning") -> dict[str, Any]:
+    """Configure the root logger, and agent-framework's at `framework_level` (its `info` lines
+    are per-superstep progress); returns the logging config uvicorn should apply (its own
     loggers in the same format, through the same filter)."""
     handler = logging.StreamHandler()
     handler.addFilter(Redact())
@@ -116,6 +120,7 @@ def configure(level: str, *, json_lines: bool) -> dict[str, Any]:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    logging.getLogger(FRAMEWORK_LOGGER).setLevel(framework_level.upper())
     formatter = {"()": f"{__name__}.JsonFormatter"} if json_lines else {"format": PLAIN_FORMAT}
     return {
         "version": 1,

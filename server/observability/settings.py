@@ -1,6 +1,7 @@
 """The observability settings: the standard `OTEL_*` variables the server itself interprets.
 
-Job: decide once whether traces and metrics are exported, where, and how sampled. Off when
+Job: decide once whether traces and metrics are exported, where, how sampled, and whether
+agent-framework's inner workflow steps are traced (`DURABLE_RESPONSES_TRACE_EXECUTORS`). Off when
 nothing is set: no exporter, no span of ours, no per-request work (Prometheus text at
 `/metrics` is always served: it costs a few counter increments).
 
@@ -91,6 +92,14 @@ class ObservabilitySettings(EnvSection):
     )
     sampler_arg: float = env_field(
         1.0, "OTEL_TRACES_SAMPLER_ARG", "The ratio of the `traceidratio` samplers.", ge=0, le=1
+    )
+    trace_executors: bool = env_field(
+        False,
+        "DURABLE_RESPONSES_TRACE_EXECUTORS",
+        "`true`: also trace agent-framework's inner workflow steps (its `executor.process`, "
+        "`edge_group.process` and `message.send` spans: each executor's handling of a message and "
+        "the message's routing, three or more per superstep). Off, they are not made; the "
+        "superstep spans, the workflow's, and every agent, model call and tool call span still are.",
     )
     metric_export_interval_ms: float = env_field(
         60000.0, "OTEL_METRIC_EXPORT_INTERVAL", "Milliseconds between two OTLP metric exports.", gt=0

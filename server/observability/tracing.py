@@ -24,7 +24,7 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import (
@@ -36,13 +36,18 @@ from opentelemetry.sdk.trace.sampling import (
     SamplingResult,
     TraceIdRatioBased,
 )
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from .settings import Exporter, ObservabilitySettings, OtlpProtocol
 from .settings import Sampler as SamplerName
+from .spans import LeanTracer, Recorder
 
 __all__ = [
+    "EXECUTOR_STEPS",
     "CachedTracers",
+    "Exporting",
     "KeepModelCalls",
+    "child_span",
     "configure",
     "enabled",
     "is_model_call",
@@ -56,6 +61,13 @@ log = logging.getLogger("durable_responses.tracing")
 TRACER_NAME = "durable_responses"
 # agent-framework names a model call's span "chat <model>" (GenAI semantic conventions).
 _CHAT = "chat"
+# agent-framework's spans of a workflow's inner steps (`OtelAttr`'s EXECUTOR_PROCESS_SPAN,
+# EDGE_GROUP_PROCESS_SPAN, MESSAGE_SEND_SPAN; a test pins them): an executor's handling of a
+# message, and the message's routing, three or more per superstep. Not made unless
+# `DURABLE_RESPONSES_TRACE_EXECUTORS` asks: measured in-process on a countdown, they cost
+# ~130 us of the event loop's time per superstep (~370 us without tracing) before export.
+# What runs inside them (agent runs, model and tool calls) nests under the workflow's span.
+EXECUTOR_STEPS = ("executor.process", "edge_group.process", "message.send")
 
 _enabled = False
 _provider: TracerProvider | None = None
@@ -81,15 +93,58 @@ class CachedTracers(TracerProvider):
     ) -> trace.Tracer:
         key = (instrumenting_module_name, instrumenting_library_version, schema_url)
         if attributes:  # attributes make another scope; rare, not cached
-            return self.wrap(super().get_tracer(*key, attributes))
+            return self.wrap(super().get_tracer(*key, attributes), _Scope(*key, attributes))
         found = self._cached.get(key)
         if found is None:
-            found = self._cached[key] = self.wrap(super().get_tracer(*key))
+            found = self._cached[key] = self.wrap(super().get_tracer(*key), _Scope(*key))
         return found
 
-    def wrap(self, tracer: trace.Tracer) -> trace.Tracer:
-        """The tracer handed out for the SDK's `tracer` (a subclass may filter its spans)."""
+    def wrap(self, tracer: trace.Tracer, scope: InstrumentationScope) -> trace.Tracer:
+        """The tracer handed out for the SDK's `tracer` of `scope` (a subclass may make or
+        filter its spans)."""
         return tracer
+
+
+class _Scope(InstrumentationScope):
+    """An instrumentation scope hashed once (the OTLP encoder groups every span by its scope,
+    and the SDK hashes its name, version and attributes each time)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+class Exporting(CachedTracers):
+    """The provider of a process that exports traces: its tracers make lean spans
+    (`spans.LeanTracer`) but for model calls, and none named in `quiet`. `processors` export
+    every span; processors added later (usage) see the SDK's spans, the model calls, only."""
+
+    def __init__(self, processors: list[SpanProcessor], quiet: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for p in processors:
+            self.add_span_processor(p)
+        # sampler_for's samplers all decide a local parent's child as the parent was decided.
+        self._recorder = Recorder(
+            self.sampler, self.id_generator, self.resource, processors, follow_local_parent=True
+        )
+        self._quiet = quiet
+
+    def wrap(self, tracer: trace.Tracer, scope: InstrumentationScope) -> trace.Tracer:
+        return LeanTracer(tracer, scope, self._recorder, is_model_call, self._quiet)
+
+
+def child_span(
+    parent: trace.Span, name: str, attributes: dict[str, Any], start_time: int | None = None
+) -> trace.Span:
+    """A span of ours under `parent` (attributes of the API's types, as given): the lean path
+    when this process exports (`LeanTracer.child`), else the tracer's `start_span`."""
+    t = tracer()
+    if isinstance(t, LeanTracer):
+        return t.child(parent, name, attributes, start_time)
+    return t.start_span(name, trace.set_span_in_context(parent), attributes=attributes, start_time=start_time)
 
 
 def enabled() -> bool:
@@ -226,9 +281,14 @@ def configure(settings: ObservabilitySettings) -> bool:
     exporters = settings.trace_exporters
     if _provider is not None or not exporters:
         return _enabled
-    provider = CachedTracers(sampler=sampler_for(settings), resource=resource(settings), id_generator=_Ids())
-    for kind in exporters:
-        provider.add_span_processor(BatchSpanProcessor(_exporter(kind, settings)))
+    quiet: tuple[str, ...] = () if settings.trace_executors else EXECUTOR_STEPS
+    provider = Exporting(
+        [BatchSpanProcessor(_exporter(kind, settings)) for kind in exporters],
+        quiet,
+        sampler=sampler_for(settings),
+        resource=resource(settings),
+        id_generator=_Ids(),
+    )
     trace.set_tracer_provider(provider)
     if trace.get_tracer_provider() is not provider:
         log.warning("a tracer provider was already installed: traces go where it sends them")

@@ -124,10 +124,9 @@ class SqlPairing(Pairing):
             checkpoint_id=row.checkpoint_id,
             iteration=checkpoint.iteration_count,
             event_seq=row.event_seq,
-            items=len(closed),
             size=len(data),
         )
-        self.trace.commit("checkpoint", write, superstep, items=len(closed))
+        self.trace.commit("checkpoint", write, superstep)
         self.last_checkpoint = checkpoint
         writes = self._writes
         writes.append(write)

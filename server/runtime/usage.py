@@ -26,6 +26,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from ..observability.tracing import CachedTracers, is_model_call
 from ..protocol.response import usage as usage_body
@@ -160,7 +161,7 @@ class ModelCallsOnly(CachedTracers):
     def __init__(self) -> None:
         super().__init__(sampler=UsageOnly())
 
-    def wrap(self, tracer: trace.Tracer) -> trace.Tracer:
+    def wrap(self, tracer: trace.Tracer, scope: InstrumentationScope) -> trace.Tracer:
         return _ModelCallsTracer(tracer)
 
 

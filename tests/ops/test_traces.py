@@ -5,8 +5,9 @@ OpenAI client, talking to `server.testing.FakeModel`) is killed with `kill -9` m
 recovered by a second server; the receiver then holds one trace: the request span (whose parent
 is the caller's `traceparent`), the run span of each life (the first emitted by the recovering
 replica under the id its children name, the second linked to it), superstep and commit spans,
-agent-framework's own spans nested under a run span. OTLP metrics arrive too. A grpc smoke
-test checks the other protocol.
+agent-framework's own spans (agents, model calls, the workflow) nested under a run span, its
+inner workflow steps not made. OTLP metrics arrive too. A grpc smoke test checks the other
+protocol, with the inner steps asked for (`DURABLE_RESPONSES_TRACE_EXECUTORS`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from server.observability.tracing import EXECUTOR_STEPS
 from server.testing import FakeModel
 
 from .conftest import start
@@ -128,10 +130,12 @@ def test_one_trace_for_a_response_killed_and_recovered(tmp_path: Path, servers: 
     # Our spans never dangle: each one's parent is in the trace (or is the caller's span).
     for s in [request, *runs, *supersteps, *commits]:
         assert s.parent_id == caller or s.parent_id in by_id, s
-    # agent-framework's own spans nest under a run span: agents, model calls, the workflow.
-    for prefix in ("invoke_agent", "chat", "workflow.run", "executor.process"):
+    # agent-framework's own spans nest under a run span: agents, model calls, the workflow; its
+    # inner workflow steps are not made unless asked (DURABLE_RESPONSES_TRACE_EXECUTORS).
+    for prefix in ("invoke_agent", "chat", "workflow.run"):
         nested = [s for s in ours if s.name.startswith(prefix) and life2 in _ancestors(s, by_id)]
         assert nested, (prefix, sorted(set(names)))
+    assert not [n for n in names if n.startswith(EXECUTOR_STEPS)], sorted(set(names))
     # The first life's model calls are in the same trace; agent-framework's `workflow.run` span of
     # that life was still open at the kill, so it died with the process (its children name it).
     assert any(s.name.startswith("chat") and s.end < life2.start for s in ours), sorted(
@@ -144,11 +148,16 @@ def test_one_trace_for_a_response_killed_and_recovered(tmp_path: Path, servers: 
 
 
 def test_grpc_exporter_smoke(tmp_path: Path, servers: list) -> None:  # type: ignore[type-arg]
+    """The other protocol, with agent-framework's inner workflow steps asked for."""
     url = f"sqlite:///{tmp_path / 'db' / 'grpc.db'}"
     trace_id, caller = secrets.token_hex(16), secrets.token_hex(8)
-    with GrpcReceiver() as otlp:
-        env = _env(otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_METRICS_EXPORTER="none")
-        srv = start(servers, url, None, tmp_path, env=env)
+    with FakeModel() as fake, GrpcReceiver() as otlp:
+        env = {
+            **fake.env(),
+            **_env(otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_METRICS_EXPORTER="none"),
+            "DURABLE_RESPONSES_TRACE_EXECUTORS": "true",
+        }
+        srv = start(servers, url, WORKFLOW, tmp_path, env=env)
         r = httpx.post(
             f"{srv.base_url}/v1/responses",
             json={"model": "m", "input": "hello over grpc"},
@@ -167,3 +176,7 @@ def test_grpc_exporter_smoke(tmp_path: Path, servers: list) -> None:  # type: ig
     assert ours["POST /v1/responses"].parent_id == caller
     assert ours[RUN].parent_id == ours["POST /v1/responses"].span_id
     assert ours[RUN].service == "durable-responses-test"
+    by_id = {s.span_id: s for s in spans if s.trace_id == trace_id}
+    for step in EXECUTOR_STEPS:
+        made = [s for s in ours.values() if s.name.startswith(step)]
+        assert made and all(ours[RUN] in _ancestors(s, by_id) for s in made), (step, sorted(ours))
