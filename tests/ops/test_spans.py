@@ -128,7 +128,9 @@ def test_a_lean_span_exports_what_the_sdk_span_exports() -> None:
     assert failed.status.status_code is StatusCode.ERROR
     assert [e.name for e in failed.events] == ["exception"]
     assert failed.events[0].attributes["exception.type"] == "ValueError"  # type: ignore[index]
-    assert got[0].end_time == 10 and got[0].parent is not None and got[0].parent.span_id == run.context.span_id
+    assert (
+        got[0].end_time == 10 and got[0].parent is not None and got[0].parent.span_id == run.context.span_id
+    )
 
 
 def test_values_the_api_does_not_allow_are_dropped_and_limits_apply() -> None:
