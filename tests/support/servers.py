@@ -40,10 +40,58 @@ TEST_ENV: dict[str, str] = {
 }
 
 
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nobody listens on, never the same twice in this process (the kernel may
+    hand a just-closed port out again: two servers started at once got the same one)."""
+    with _PORTS_LOCK:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (a `--workers` supervisor's workers hold the socket)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether `pid` (or a descendant) holds the socket listening on loopback `port`: another
+    process that bound it first (a test server of another worker, an outgoing connection's
+    ephemeral port) answers `/readiness` just as well."""
+    inodes: set[str] = set()
+    for p in _tree(pid):
+        try:
+            for fd in os.listdir(f"/proc/{p}/fd"):
+                target = os.readlink(f"/proc/{p}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            continue
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
+                return True
+    return False
 
 
 RUNNING: list[Any] = []  # every server (subprocess or in-process) not yet stopped
@@ -153,6 +201,7 @@ class ServerProcess:
         self.workdir = workdir
         self.env = env or {}
         self.delivery = delivery
+        self._own_port = port is None  # chosen here: another one is chosen if it is taken
         self.port = port or free_port()
         self.cold = cold
         self.proc: subprocess.Popen[bytes] | None = None
@@ -204,6 +253,8 @@ class ServerProcess:
         with httpx.Client(timeout=1) as http:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
+                    if self._port_taken():
+                        return self._start_elsewhere(timeout)
                     if spare is not None and not self.log():
                         # The spare died before it read its command line (it logs nothing
                         # before): start this one the ordinary way, so the error is in the log.
@@ -212,12 +263,29 @@ class ServerProcess:
                         return self.start(timeout)
                     raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
                 try:
-                    if http.get(self.base_url + "/readiness").status_code == 200:
-                        return self
+                    ready = http.get(self.base_url + "/readiness").status_code == 200
                 except httpx.HTTPError:
-                    pass
+                    ready = False
+                if ready and listens(self.proc.pid, self.port):
+                    return self
+                if ready and self._port_taken():
+                    return self._start_elsewhere(timeout)  # someone else answered on our port
                 time.sleep(0.03)
         raise RuntimeError(f"server did not become ready:\n{self.log()}")
+
+    def _port_taken(self) -> bool:
+        return "address already in use" in self.log()
+
+    def _start_elsewhere(self, timeout: float) -> ServerProcess:
+        """This server could not bind its port (another process holds it): on a port of its
+        own choosing it starts again on another; a port the test chose is an error."""
+        self.kill()
+        if not self._own_port:
+            raise RuntimeError(f"port {self.port} is taken by another process:\n{self.log()}")
+        self.port = free_port()
+        self.log_path = self.workdir / f"server-{self.port}-{uuid.uuid4().hex[:6]}.log"
+        self.cold = True
+        return self.start(timeout)
 
     def log(self) -> str:
         try:
