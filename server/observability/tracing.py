@@ -137,11 +137,16 @@ class Exporting(CachedTracers):
 
 
 def child_span(
-    parent: trace.Span, name: str, attributes: dict[str, Any], start_time: int | None = None
+    parent: trace.Span,
+    name: str,
+    attributes: dict[str, Any],
+    start_time: int | None = None,
+    via: trace.Tracer | None = None,
 ) -> trace.Span:
-    """A span of ours under `parent` (attributes of the API's types, as given): the lean path
-    when this process exports (`LeanTracer.child`), else the tracer's `start_span`."""
-    t = tracer()
+    """A span of ours under `parent` (attributes of the API's types, as given), made by `via`
+    (default: our tracer): the lean path when that is a `LeanTracer` (`LeanTracer.child`),
+    else its `start_span`."""
+    t = via or tracer()
     if isinstance(t, LeanTracer):
         return t.child(parent, name, attributes, start_time)
     return t.start_span(name, trace.set_span_in_context(parent), attributes=attributes, start_time=start_time)

@@ -124,9 +124,8 @@ class SqlPairing(Pairing):
             checkpoint_id=row.checkpoint_id,
             iteration=checkpoint.iteration_count,
             event_seq=row.event_seq,
-            size=len(data),
         )
-        self.trace.commit("checkpoint", write, superstep)
+        self.trace.checkpoint_commit(write, superstep)
         self.last_checkpoint = checkpoint
         writes = self._writes
         writes.append(write)

@@ -247,3 +247,46 @@ def test_the_quiet_names_are_agent_frameworks() -> None:
         OtelAttr.EDGE_GROUP_PROCESS_SPAN.value,
         OtelAttr.MESSAGE_SEND_SPAN.value,
     ) == EXECUTOR_STEPS
+
+
+def test_checkpoints_durable_together_share_a_commit_span() -> None:
+    """RunTrace: checkpoint writes whose futures resolve in the same turn of the event loop (one
+    group commit) make one commit span, `writes` of them; a later one its own; a failure marks
+    its batch."""
+    import asyncio
+
+    from server.runtime.telemetry import RunTrace
+
+    provider, out = lean()
+    tracer = provider.get_tracer("durable_responses")
+
+    async def story() -> None:
+        loop = asyncio.get_running_loop()
+        run = RunTrace(tracer.start_span("durable_responses.run"), 0, tracer)
+        futures = []
+        for i in range(4):
+            step = run.superstep(checkpoint_id=f"c{i}", iteration=i + 1, event_seq=i)
+            futures.append(loop.create_future())
+            run.checkpoint_commit(futures[-1], step)
+        for f in futures[:3]:  # one group commit
+            f.set_result(None)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        futures[3].set_exception(RuntimeError("disk full"))  # the next one, alone
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        futures[3].exception()  # retrieved
+
+    asyncio.run(story())
+    spans = out.get_finished_spans()
+    supersteps = {s.context.span_id: s for s in spans if s.name == "durable_responses.superstep"}
+    commits = [s for s in spans if s.name == "durable_responses.commit"]
+    assert [dict(c.attributes or {}) for c in commits] == [
+        {"durable_responses.write": "checkpoint", "durable_responses.writes": 3},
+        {"durable_responses.write": "checkpoint", "durable_responses.writes": 1},
+    ]
+    first, last = commits
+    assert supersteps[first.parent.span_id].attributes["durable_responses.checkpoint.id"] == "c0"  # type: ignore[union-attr,index]
+    assert supersteps[last.parent.span_id].attributes["durable_responses.checkpoint.id"] == "c3"  # type: ignore[union-attr,index]
+    assert first.status.status_code is StatusCode.UNSET and last.status.status_code is StatusCode.ERROR
+    assert last.status.description == "RuntimeError"
