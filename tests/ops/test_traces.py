@@ -187,3 +187,25 @@ def test_grpc_exporter_smoke(tmp_path: Path, servers: list) -> None:  # type: ig
     for step in EXECUTOR_STEPS:
         made = [s for s in ours.values() if s.name.startswith(step)]
         assert made and all(ours[RUN] in _ancestors(s, by_id) for s in made), (step, sorted(ours))
+
+
+def test_usage_is_the_same_with_tracing_on(tmp_path: Path, servers: list) -> None:  # type: ignore[type-arg]
+    """A response's usage is counted from the framework's model-call spans: with the exporting
+    provider (lean spans for everything else, the framework's inner steps not made) it counts the
+    same calls as without tracing, and the model-call spans are exported."""
+    with FakeModel() as fake, HttpReceiver() as otlp:
+        usages = []
+        for traced in (False, True):
+            env = {**fake.env(), **(_env(otlp.endpoint) if traced else {})}
+            srv = start(servers, f"sqlite:///{tmp_path / f'u{traced}.db'}", WORKFLOW, tmp_path, env=env)
+            body = httpx.post(
+                f"{srv.base_url}/v1/responses", json={"model": "m", "input": "write a short note"}, timeout=60
+            ).json()
+            assert body["status"] == "completed", body
+            usages.append(body["usage"])
+            srv.terminate()
+        spans = otlp.received.wait_for(
+            lambda spans: sum(s.name.startswith("chat") for s in spans) >= 2, timeout=20
+        )
+    assert usages[0] == usages[1] and usages[0]["output_tokens"] > 0, usages
+    assert sum(s.name.startswith("chat") for s in spans) == 2  # the two agents' calls, once each
