@@ -324,22 +324,41 @@ class LeanTracer(trace.Tracer):
             decision = r.sampler.should_sample(context, trace_id, name, kind, attributes, links)
             sampled = decision.decision is Decision.RECORD_AND_SAMPLE
             trace_state, extra = decision.trace_state, decision.attributes
-        span_context = SpanContext(
-            trace_id,
-            r.ids.generate_span_id(),
-            is_remote=False,
-            trace_flags=_SAMPLED if sampled else _NOT_SAMPLED,
-            trace_state=trace_state,
-        )
         if not sampled:
-            return trace.NonRecordingSpan(span_context)
+            return trace.NonRecordingSpan(
+                SpanContext(
+                    trace_id,
+                    r.ids.generate_span_id(),
+                    is_remote=False,
+                    trace_flags=_NOT_SAMPLED,
+                    trace_state=trace_state,
+                )
+            )
         values = r.clean(attributes)
         if extra:
             r.clean(extra, values)
         if links and r.max_links is not None:
             links = links[: r.max_links]
+        return self._recorded(name, trace_id, trace_state, parent, kind, values, links, start_time)
+
+    def _recorded(
+        self,
+        name: str,
+        trace_id: int,
+        trace_state: TraceState | None,
+        parent: SpanContext | None,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        links: tuple[Link, ...],
+        start_time: int | None,
+    ) -> LeanSpan:
+        """A sampled span with a new id (what `start_span` and `child` make once decided)."""
+        r = self._recorder
+        context = SpanContext(
+            trace_id, r.ids.generate_span_id(), is_remote=False, trace_flags=_SAMPLED, trace_state=trace_state
+        )
         return LeanSpan(
-            r, self._scope, name, span_context, parent, kind, values, links, start_time or time.time_ns()
+            r, self._scope, name, context, parent, kind, attributes, links, start_time or time.time_ns()
         )
 
     def child(
@@ -358,24 +377,8 @@ class LeanTracer(trace.Tracer):
             return self.start_span(
                 name, trace.set_span_in_context(parent), attributes=attributes, start_time=start_time
             )
-        r = self._recorder
-        span_context = SpanContext(
-            ctx.trace_id,
-            r.ids.generate_span_id(),
-            is_remote=False,
-            trace_flags=_SAMPLED,
-            trace_state=ctx.trace_state,
-        )
-        return LeanSpan(
-            r,
-            self._scope,
-            name,
-            span_context,
-            ctx,
-            SpanKind.INTERNAL,
-            attributes,
-            (),
-            start_time or time.time_ns(),
+        return self._recorded(
+            name, ctx.trace_id, ctx.trace_state, ctx, SpanKind.INTERNAL, attributes, (), start_time
         )
 
     def start_as_current_span(  # type: ignore[override]

@@ -111,9 +111,8 @@ class RunTrace:
         def done(f: asyncio.Future[None]) -> None:
             if not self._landing:
                 asyncio.get_running_loop().call_soon(self._land)
-            failure = (
-                "cancelled" if f.cancelled() else type(f.exception()).__name__ if f.exception() else None
-            )
+            error = None if f.cancelled() else f.exception()
+            failure = "cancelled" if f.cancelled() else type(error).__name__ if error else None
             self._landing.append((start, superstep, failure))
 
         future.add_done_callback(done)
