@@ -68,6 +68,12 @@ EXPIRY_JITTER = 0.005
 # the least loaded, took 9 of 12 in CI without it). Alone it costs a few tens of milliseconds
 # per lease expiry at most.
 CLAIM_YIELD = 0.025
+# A sweep for the next lease to expire also waits this long per run this replica drives (up to
+# the cap): the survivor with fewer runs wakes first and claims it, so takeovers even out over
+# a dead replica's leases expiring one by one (CI still saw 9 of 12 go to one of two survivors
+# with CLAIM_YIELD alone, which only counts the last sweep's claims).
+LOAD_DELAY = 0.004
+LOAD_DELAY_CAP = 0.1
 # Claimed responses resumed at the same time by one sweep (each resume is a few reads).
 RESUME_CONCURRENCY = 8
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
@@ -158,7 +164,8 @@ class Recovery:
         expiry = await self._store.next_lease_expiry(self._launcher.owner)
         if expiry is None:
             return interval
-        return min(interval, max(0.0, expiry - time.time()) + random.uniform(0.0, EXPIRY_JITTER))
+        load = min(LOAD_DELAY * len(self._registry), LOAD_DELAY_CAP)
+        return min(interval, max(0.0, expiry - time.time()) + load + random.uniform(0.0, EXPIRY_JITTER))
 
     async def _sleep(self, seconds: float, strand_wakes: bool) -> None:
         """Sleep `seconds`; with `strand_wakes`, a run of ours stopping on a database error
