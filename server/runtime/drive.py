@@ -6,9 +6,10 @@ Invariants:
 - A failed write or save stops the drive: the sink's and the pairing's failures are checked
   after every update (the framework swallows exceptions from `save()`).
 - Live streams keep pace with the workflow: the first output is committed at once; a run that
-  keeps the loop to itself for `yield_every` (or whose writes lag that long) commits what it
-  holds and waits, its executors held meanwhile (`pace`), so what a client sees follows what
-  the workflow does and SQLite's writer thread is not starved of the GIL.
+  keeps the loop to itself for `yield_every`, or whose oldest write is still uncommitted after
+  `commit_lag`, commits what it holds and waits, its executors held meanwhile (`pace`), so
+  what a client sees follows what the workflow does and SQLite's writer thread is not starved
+  of the GIL.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class Driver:
         is_workflow: bool,
         yield_every: float,
         meter: UsageMeter,
+        commit_lag: float | None = None,
         delivery: str = "live",
     ) -> None:
         self._spec = spec
@@ -106,6 +108,9 @@ class Driver:
         self._build_agent = build_agent
         self._is_workflow = is_workflow
         self._yield_every = yield_every
+        # Separate from `yield_every`: a commit takes a few ms (SQLite's writer waits for the
+        # GIL at every statement), and waiting on each one at 4 ms throttled a countdown.
+        self._commit_lag = yield_every if commit_lag is None else commit_lag
         # Set while the run waits for a commit of what a live stream holds (`_commit_held`):
         # the workflow's executors wait at their next event until it resolves (`_pace`).
         self._holding: asyncio.Future[None] | None = None
@@ -177,7 +182,7 @@ class Driver:
                     # Live delivery: commit the first output at once, before the agent's burst.
                     await self._commit_held()
                     hogging.reset()
-            elif hogging() or (live and sink.lagging(self._yield_every)):
+            elif hogging() or (live and sink.lagging(self._commit_lag)):
                 # The agent hands over updates faster than it suspends (a burst), or faster
                 # than the outbox commits them (SQLite's writer thread needs the GIL at every
                 # step of a commit, which a busy loop gives it only every switch interval).

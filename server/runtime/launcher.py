@@ -172,6 +172,7 @@ class Launcher:
             build_agent=self._app.build,
             is_workflow=self._app.is_workflow,
             yield_every=self._settings.yield_every,
+            commit_lag=self._settings.commit_lag,
             meter=meter,
             delivery="live" if sink.live else "durable",
         )

@@ -37,7 +37,7 @@ from .telemetry import NO_TRACE, RunTrace
 # several into one transaction instead of waiting at every save: at 4 a 1000-superstep
 # countdown on SQLite spent 37% of its time waiting here; at 16 (A/B in one run, 6 rounds)
 # 0.81x the wall time and 0.83x the CPU per superstep on SQLite, 0.86x / 0.97x on PostgreSQL.
-# How far a live stream trails its run is bounded in time by the driver (`yield_every`).
+# How far a live stream trails its run is bounded in time by the driver (`commit_lag`).
 CHECKPOINT_PIPELINE = 16
 
 
