@@ -341,6 +341,38 @@ async def test_lease_fencing_fails_only_the_stale_write(store_factory: StoreFact
     assert (b_after.lease_owner, b_after.lease_expires_at) == ("p2", b_before.lease_expires_at)
 
 
+async def test_lease_fencing_of_many_responses_in_one_batch(store_factory: StoreFactory) -> None:
+    """A batch of many responses (the live commit of many streams): each write's lease, status
+    and usage are renewed whatever its place in the batch, and only the stale owners' writes fail."""
+    store = await store_factory(commit_window=0.05)
+    stale = {2, 7, 8, 12}
+    rids = [f"resp_{i:02d}" for i in range(13)]
+    for i, rid in enumerate(rids):
+        await store.insert_response(owned(rid, "p2" if i in stale else "p1"), [], [event(0, "response.created")])
+    before = {rid: await store.get_response(rid, None) for rid in rids}
+    until = time.time() + 3600
+    futures = [
+        store.submit(
+            Write(rid, "p1", events=events(1, 3), status="in_progress", usage=f'{{"n":{i}}}', lease_until=until)
+        )
+        for i, rid in enumerate(rids)
+    ]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    for i, rid in enumerate(rids):
+        row = await store.get_response(rid, None)
+        old = before[rid]
+        assert row is not None and old is not None
+        if i in stale:
+            assert isinstance(results[i], LeaseLost) and results[i].response_id == rid
+            assert await store.max_event_seq(rid) == 0
+            assert (row.lease_owner, row.lease_expires_at, row.status) == ("p2", old.lease_expires_at, old.status)
+        else:
+            assert results[i] is None, (rid, results[i])
+            assert await store.max_event_seq(rid) == 2
+            assert row.lease_owner == "p1" and row.lease_expires_at == pytest.approx(until)
+            assert row.status == "in_progress" and row.usage == f'{{"n":{i}}}'
+
+
 async def test_lease_fencing_checks_every_owner_of_a_response_in_a_batch(store_factory: StoreFactory) -> None:
     """A stale owner's write that shares a batch with the real owner's write is still fenced."""
     store = await store_factory(commit_window=0.05)
