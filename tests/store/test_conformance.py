@@ -348,12 +348,16 @@ async def test_lease_fencing_of_many_responses_in_one_batch(store_factory: Store
     stale = {2, 7, 8, 12}
     rids = [f"resp_{i:02d}" for i in range(13)]
     for i, rid in enumerate(rids):
-        await store.insert_response(owned(rid, "p2" if i in stale else "p1"), [], [event(0, "response.created")])
+        await store.insert_response(
+            owned(rid, "p2" if i in stale else "p1"), [], [event(0, "response.created")]
+        )
     before = {rid: await store.get_response(rid, None) for rid in rids}
     until = time.time() + 3600
     futures = [
         store.submit(
-            Write(rid, "p1", events=events(1, 3), status="in_progress", usage=f'{{"n":{i}}}', lease_until=until)
+            Write(
+                rid, "p1", events=events(1, 3), status="in_progress", usage=f'{{"n":{i}}}', lease_until=until
+            )
         )
         for i, rid in enumerate(rids)
     ]
@@ -365,7 +369,11 @@ async def test_lease_fencing_of_many_responses_in_one_batch(store_factory: Store
         if i in stale:
             assert isinstance(results[i], LeaseLost) and results[i].response_id == rid
             assert await store.max_event_seq(rid) == 0
-            assert (row.lease_owner, row.lease_expires_at, row.status) == ("p2", old.lease_expires_at, old.status)
+            assert (row.lease_owner, row.lease_expires_at, row.status) == (
+                "p2",
+                old.lease_expires_at,
+                old.status,
+            )
         else:
             assert results[i] is None, (rid, results[i])
             assert await store.max_event_seq(rid) == 2
