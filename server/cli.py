@@ -20,6 +20,9 @@ from . import workers
 from .runtime.host import Host
 from .settings import Settings, SettingsError, markdown_table
 
+# The garbage collector's thresholds while serving (see `_serve`).
+GC_THRESHOLDS = (10_000, 20, 20)
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-responses", description=__doc__)
@@ -222,6 +225,12 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     # collector's full passes, whose cost would otherwise grow with it on every long response.
     gc.collect()
     gc.freeze()
+    # Collect the young generation every 10,000 allocations instead of 700, and the older ones
+    # half as often: a collection of the older generations stops every stream at once (a full
+    # one took ~25 ms with 50 live token streams), which is what a p99 inter-token delay sees.
+    # Measured on 50 live streams, servers alternated: p99 added delay 67-70 vs 106-116 ms,
+    # server CPU per token 0.91x; countdown and 1000-output burst unchanged (within 5%).
+    gc.set_threshold(*GC_THRESHOLDS)
     # SQLite's writer thread needs the GIL back after every statement of a commit; while an
     # agent keeps the event loop busy, the interpreter hands it over only every switch interval
     # (5 ms by default): a checkpoint commit started before a 15 ms superstep finished after it,
