@@ -93,7 +93,7 @@ class Driver:
         is_workflow: bool,
         yield_every: float,
         meter: UsageMeter,
-        commit_lag: float | None = None,
+        commit_lag: float,
         delivery: str = "live",
     ) -> None:
         self._spec = spec
@@ -110,7 +110,7 @@ class Driver:
         self._yield_every = yield_every
         # Separate from `yield_every`: a commit takes a few ms (SQLite's writer waits for the
         # GIL at every statement), and waiting on each one at 4 ms throttled a countdown.
-        self._commit_lag = yield_every if commit_lag is None else commit_lag
+        self._commit_lag = commit_lag
         # Set while the run waits for a commit of what a live stream holds (`_commit_held`):
         # the workflow's executors wait at their next event until it resolves (`_pace`).
         self._holding: asyncio.Future[None] | None = None

@@ -119,8 +119,6 @@ class RunTrace:
 
     def _land(self) -> None:
         batch, self._landing = self._landing, []
-        if not batch:
-            return
         first, parent, _ = batch[0]
         span = tracing.child_span(
             parent or self.span, COMMIT, {_WRITE: "checkpoint", _WRITES: len(batch)}, first, self._tracer

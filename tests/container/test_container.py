@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import time
 import urllib.error
@@ -28,6 +27,7 @@ import pytest
 
 from tests.support.pg import drop_pg_database, new_pg_database
 from tests.support.responses import wait_terminal
+from tests.support.servers import free_port
 
 from .conftest import Podman, log
 
@@ -39,12 +39,6 @@ HOST_NETWORK = os.environ.get("DURABLE_CONTAINER_NETWORK") == "host"
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30  # podman stop -t: SIGKILL after this many seconds
 GRACEFUL_STOP_SECONDS = 15.0  # a graceful stop of an idle server is much faster than this
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

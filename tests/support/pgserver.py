@@ -12,20 +12,15 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .servers import free_port
+
 PG_BIN = Path(os.environ.get("DURABLE_RESPONSES_PG_BIN", "/usr/lib/postgresql/15/bin"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_postgres() -> dict[str, object]:
