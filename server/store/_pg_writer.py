@@ -158,7 +158,9 @@ class PgWriter(Writer):
         """The statement's arrays: fences, then each of `_sql.SUPERSTEP_SPECS`' rows, each row
         carrying its (response, owner) so only fenced pairs insert."""
         batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
-        fence_rows = [(f.response_id, f.owner, f.until, f.status, f.usage) for f in batch_fences]
+        fence_rows = [
+            (f.response_id, f.owner, f.until, f.renew_below, f.status, f.usage) for f in batch_fences
+        ]
         args = _sql.columns(fence_rows, _sql.FENCE_WIDTH)
         for spec in _sql.SUPERSTEP_SPECS:
             args += _sql.columns(spec.guarded_rows(writes), 2 + len(spec.value_columns))

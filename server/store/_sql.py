@@ -217,8 +217,9 @@ def _pg_text(value: Any) -> str:
 
 _RID = pg_type(t.responses.c.id)
 _OWNER = pg_type(t.responses.c.lease_owner)
-# A superstep's fence rows: (response, owner, lease until, status change or NULL, usage or NULL).
-FENCE_WIDTH = 5
+# A superstep's fence rows: (response, owner, lease until, renew below, status change or NULL,
+# usage or NULL).
+FENCE_WIDTH = 6
 # The tables a superstep writes to, in statement (and argument) order.
 SUPERSTEP_SPECS = (EVENTS, ITEMS, CHECKPOINTS)
 
@@ -248,13 +249,15 @@ def superstep_statement() -> PgStatement:
     p = Params()
     r = t.responses.c
     fence = p.unnest(
-        ["id", "owner", "until", "status", "usage"],
-        [_RID, _OWNER, pg_type(r.lease_expires_at), pg_type(r.status), pg_type(r.usage)],
+        ["id", "owner", "until", "below", "status", "usage"],
+        [_RID, _OWNER, *[pg_type(r.lease_expires_at)] * 2, pg_type(r.status), pg_type(r.usage)],
         "w",
     )
     ctes = [
         "f AS (\n    UPDATE responses AS r\n"
-        "    SET lease_expires_at = w.until, status = COALESCE(w.status, r.status),"
+        # A lease still fresh keeps its value, so the UPDATE changes no indexed column (HOT).
+        "    SET lease_expires_at = CASE WHEN r.lease_expires_at IS NULL OR r.lease_expires_at < w.below"
+        " THEN w.until ELSE r.lease_expires_at END, status = COALESCE(w.status, r.status),"
         " usage = COALESCE(w.usage, r.usage)\n"
         f"    FROM {fence}\n    WHERE r.id = w.id AND r.lease_owner = w.owner\n    RETURNING r.id, w.owner\n)"
     ]
@@ -348,6 +351,10 @@ def insert_head(spec: RowSpec) -> str:
     return f"INSERT INTO {spec.table.name} ({', '.join(spec.columns)})"
 
 
+# A write with nothing to change but a lease that is still fresh (`_plan.Fence.check_only`) only
+# reads it: the database's write lock, held from BEGIN IMMEDIATE, serializes it with every
+# takeover, and the response's row and lease index stay untouched.
+SQLITE_FENCE_CHECK = "SELECT lease_expires_at FROM responses WHERE id = ? AND lease_owner = ?"
 SQLITE_FENCE = (
     "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status), usage = COALESCE(?, usage) "
     "WHERE id = ? AND lease_owner = ?"

@@ -169,6 +169,13 @@ class SqliteWriter(Writer):
         with self._raw_transaction() as cur:
             lost: set[tuple[str, str]] = set()
             for f in batch_fences:
+                if f.check_only:
+                    row = cur.execute(_sql.SQLITE_FENCE_CHECK, (f.response_id, f.owner)).fetchone()
+                    if row is None:
+                        lost.add((f.response_id, f.owner))
+                        continue
+                    if row[0] is not None and row[0] >= f.renew_below:
+                        continue  # owned, and the lease is still fresh
                 cur.execute(_sql.SQLITE_FENCE, (f.until, f.status, f.usage, f.response_id, f.owner))
                 if cur.rowcount != 1:
                     lost.add((f.response_id, f.owner))

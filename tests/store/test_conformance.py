@@ -414,6 +414,25 @@ async def test_write_renews_the_writers_lease(store: Store) -> None:
     assert row is not None and row.lease_expires_at == pytest.approx(until)
 
 
+async def test_write_keeps_a_fresh_lease_and_never_shortens_one(store: Store) -> None:
+    """A write renews its lease only once a third of it is gone (the LeaseKeeper renews it every
+    third anyway): a fresh lease, or one renewed further ahead, is left as it is, and the write
+    still commits only for its owner."""
+    fresh = time.time() + LEASE_SECONDS - 1
+    await store.insert_response(response("resp_1", lease_owner="p1", lease_expires_at=fresh), [], [])
+    await store.submit(Write("resp_1", "p1", events=[event(0)]))
+    row = await store.get_response("resp_1", None)
+    assert row is not None and row.lease_expires_at == pytest.approx(fresh)
+    far = time.time() + 3600
+    await store.submit(Write("resp_1", "p1", events=[event(1)], lease_until=far))
+    await store.submit(Write("resp_1", "p1", events=[event(2)]))
+    row = await store.get_response("resp_1", None)
+    assert row is not None and row.lease_expires_at == pytest.approx(far)
+    with pytest.raises(LeaseLost):
+        await store.submit(Write("resp_1", "p2", events=[event(3)]))
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2]
+
+
 async def test_checkpoint_and_events_commit_atomically(store_factory: StoreFactory) -> None:
     store = await store_factory(commit_window=0.05)
     await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
