@@ -164,6 +164,13 @@ def rows(sizes: Sizes) -> list[Row]:
             since=17,
         ),
         Row(
+            f"live capacity, interleaved with the floor: CPU per 1,000 tokens at {k} streams, ms",
+            "low",
+            _dig("capacity_interleaved", "cpu_per_1000_tokens_ms"),
+            "{:.0f}",
+            since=17,
+        ),
+        Row(
             f"live capacity: p99 added inter-token delay at {k} streams, ms",
             "low",
             _dig("capacity", "p99_added_at_cpu_n_ms"),

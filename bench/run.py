@@ -3,7 +3,8 @@
 Order and why:
 - The burst of the plain existing host, ours and the framework floor runs first, all of them
   serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
-  interleaved the same way (bench/scenarios/steps.py `paired`).
+  interleaved the same way (bench/scenarios/steps.py `paired`), and the live streams' CPU per token
+  of the floor, the plain-HTTP reference and ours (bench/scenarios/live.py `paired`).
 - Then each column alone, in the table's order except that the resilient existing host runs last:
   in runs where it ran second, whichever configuration followed it was up to 2x slower for a while
   (its first-event and per-superstep figures), though no process of it was left and the disk was
@@ -26,7 +27,7 @@ from bench import scenarios
 from bench.config import Sizes, log
 from bench.cpu import OtherLoad
 from bench.hosts.base import Host
-from bench.scenarios import burst, steps
+from bench.scenarios import burst, live, steps
 
 
 def quiesce() -> None:
@@ -98,6 +99,16 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
             paired_steps = steps.paired(with_floor, sizes)
         except Exception as exc:
             log(f"interleaved countdown: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
+    # CPU per token at live_cpu_n streams: the floor, the plain-HTTP reference and ours, interleaved.
+    with_live = [h for h in hosts if h.kind in ("ours", "floor", "reference") and h.skip("capacity") is None]
+    paired_live: dict[str, Any] = {}
+    if "capacity" in want and {"ours", "floor"} <= {h.kind for h in with_live}:
+        log("--- live capacity at one load, " + ", ".join(h.label for h in with_live) + ": steps alternating")
+        quiesce()
+        try:
+            paired_live = live.paired(with_live, sizes)
+        except Exception as exc:
+            log(f"interleaved live capacity: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
     results: dict[str, dict[str, Any]] = {}
     for h in sorted(hosts, key=lambda h: h.resilient):
         log(f"--- {h.label}")
@@ -107,5 +118,6 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
         if h.key in paired_burst:
             results[h.key]["burst"] = paired_burst[h.key]
         results[h.key].update(paired_steps.get(h.key, {}))
+        results[h.key].update(paired_live.get(h.key, {}))
         results[h.key]["other_load"] = load.done()
     return results

@@ -27,11 +27,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+from contextlib import ExitStack
 from typing import Any
 
 from bench.config import Sizes, log
 from bench.hosts.base import Host, Session
-from bench.stats import nearest_rank
+from bench.stats import balanced_orders, balanced_rounds, median, nearest_rank
 
 NAMES = ("capacity",)
 APP = "tokens"
@@ -113,3 +114,48 @@ async def _live(session: Session, host: Host, sizes: Sizes) -> dict[str, Any]:
 
 def run(session: Session, host: Host, sizes: Sizes, want: set[str]) -> dict[str, Any]:
     return {"capacity": asyncio.run(_live(session, host, sizes))}
+
+
+async def _interleaved(sessions: dict[str, Session], sizes: Sizes) -> dict[str, Any]:
+    text = f"{sizes.live_tokens} interval={sizes.live_interval_ms:g}"
+    keys = list(sessions)
+    cpu: dict[str, list[float]] = {k: [] for k in keys}
+    p99: dict[str, list[float]] = {k: [] for k in keys}
+    rounds = balanced_rounds(len(keys), sizes.live_interleaved_steps)
+    for order in balanced_orders(len(keys), rounds):
+        for i in order:
+            d = sessions[keys[i]].driver(measure_cpu=True)
+            try:
+                many = await asyncio.wait_for(
+                    d.many(sizes.live_cpu_n, text, record=True, warm_text=WARM),
+                    timeout=sizes.live_step_timeout_s,
+                )
+            finally:
+                await d.aclose()
+            s = _step(many, sizes.live_tokens, sizes.live_interval_ms)
+            if s["errors"] == 0:
+                cpu[keys[i]].append(s["cpu_per_1000_tokens_ms"])
+                p99[keys[i]].append(s["p99_added_ms"])
+    out = {}
+    for k in keys:
+        out[k] = {
+            "capacity_interleaved": {
+                "streams": sizes.live_cpu_n,
+                "cpu_per_1000_tokens_ms": median(cpu[k]) if cpu[k] else None,
+                "p99_added_ms": median(p99[k]) if p99[k] else None,
+                "cpu_samples": cpu[k],
+            }
+        }
+        log(f"{k} capacity interleaved N={sizes.live_cpu_n}: CPU {cpu[k]} ms/1k tokens")
+    return out
+
+
+def paired(hosts: list[Host], sizes: Sizes) -> dict[str, Any]:
+    """CPU per token at `live_cpu_n` streams of the floor, the plain-HTTP reference and ours, every
+    column serving at once, one step at a time in balanced orders (`live_interleaved_steps` each,
+    medians): issue 17 bounds ours against the floor, and measured column after column, minutes
+    apart, the ratio moved with the machine's drift (the floor's own figure went from 148 to 232
+    ms per 1,000 tokens between two runs of the same code)."""
+    with ExitStack() as stack:
+        sessions = {h.key: stack.enter_context(h.session(APP, "paired-capacity")) for h in hosts}
+        return asyncio.run(_interleaved(sessions, sizes))

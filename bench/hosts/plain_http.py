@@ -1,0 +1,75 @@
+"""The plain-HTTP reference column: the framework streamed over HTTP, nothing stored (issue 17).
+
+Not a host anyone would run: bench/hosts/plain_http_serve.py drives the bench workflow through
+agent-framework exactly as the floor does and writes each token to its HTTP stream as one SSE
+frame, on the same uvicorn (uvloop, httptools) as ours, in its own process. Its CPU per token is
+the floor's work plus the HTTP of each token and nothing more, so it is the least any Responses
+host that streams over HTTP can spend; the table reads ours against it as well as against the
+floor. Live capacity only (the scenario whose CPU per token issue 17 bounds).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.cpu import ProcessCPU
+from bench.hosts.base import Host
+from bench.hosts.process import ServerProc, free_port, serving
+from bench.httpclient import HttpDriver
+
+SERVE = Path(__file__).resolve().parent / "plain_http_serve.py"
+
+
+class PlainHttpSession:
+    def __init__(self, srv: ServerProc) -> None:
+        self.srv = srv
+
+    @property
+    def base_url(self) -> str:
+        return self.srv.base_url
+
+    @property
+    def pid(self) -> int:
+        assert self.srv.proc is not None
+        return self.srv.proc.pid
+
+    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
+        cpu = ProcessCPU(self.pid) if measure_cpu else None
+        return HttpDriver(self.base_url, {}, connections=connections, timeout=timeout, cpu=cpu)
+
+    def kill(self) -> None:
+        self.srv.kill()
+
+    def start(self) -> ServerProc:
+        return self.srv.start()
+
+
+@dataclass
+class PlainHttpHost(Host):
+    @property
+    def recovery_skip(self) -> str | None:
+        return "stores nothing"
+
+    @contextmanager
+    def session(self, app: str, name: str) -> Iterator[PlainHttpSession]:
+        workdir = self.work / name
+        cmd = [sys.executable, str(SERVE), "--app", app, "--port", str(free_port())]
+        srv = ServerProc(cmd, env=dict(os.environ), cwd=workdir, log_dir=workdir, name="plain-http")
+        with serving(srv):
+            yield PlainHttpSession(srv)
+
+
+def plain_http_hosts() -> list[Host]:
+    return [
+        PlainHttpHost(
+            "plain-http",
+            "framework over plain HTTP, nothing stored",
+            "reference",
+            only=("capacity",),
+        )
+    ]
