@@ -63,7 +63,7 @@ class Sizes:
     # Steps at `live_cpu_n` per column in the interleaved CPU-per-token measurement (every live
     # column serving at once, steps alternating): the floor's own figure moved from 148 to 232 ms
     # per 1,000 tokens between two runs of the same code an hour apart, ours not with it.
-    live_interleaved_steps: int = 6
+    live_interleaved_steps: int = 4
     # Long responses: events per response (about; the token count is this less 9).
     long_events: tuple[int, ...] = (1_000, 10_000, 100_000)
     # Footprint: responses paused awaiting input at once (issue 17 asks for 1,000: 500 here, since

@@ -100,7 +100,14 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
         except Exception as exc:
             log(f"interleaved countdown: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
     # CPU per token at live_cpu_n streams: the floor, the plain-HTTP reference and ours, interleaved.
-    with_live = [h for h in hosts if h.kind in ("ours", "floor", "reference") and h.skip("capacity") is None]
+    # (Not the `--workers 2` column: a check of its own, against one process's N.)
+    with_live = [
+        h
+        for h in hosts
+        if h.kind in ("ours", "floor", "reference")
+        and h.skip("capacity") is None
+        and not (h.kind == "ours" and h.only is not None)
+    ]
     paired_live: dict[str, Any] = {}
     if "capacity" in want and {"ours", "floor"} <= {h.kind for h in with_live}:
         log("--- live capacity at one load, " + ", ".join(h.label for h in with_live) + ": steps alternating")
