@@ -14,7 +14,6 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
-from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -25,9 +24,9 @@ from ..protocol import errors
 from ..protocol.ids import is_valid_response_id
 from ..runtime.host import Host
 from .kit import Kit
+from .sse import sse_response
 
 UI_DIR = Path(__file__).resolve().parent / "ui"
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 STATUSES = ("queued", "in_progress", "completed", "failed", "cancelled", "incomplete")
 
 
@@ -89,7 +88,7 @@ def ops_routes(host: Host, kit: Kit, *, admin_key: str | None, keepalive: float)
         if last is not None and last.strip().lstrip("-").isdigit():
             after = max(after, int(last))
         frames = await admin.stream(scope_of(request), response_id_of(request), after)
-        return EventSourceResponse(frames, ping=keepalive, headers=SSE_HEADERS)
+        return sse_response(frames, keepalive=keepalive)
 
     async def reply(request: Request) -> Response:
         scope = scope_of(request)

@@ -5,7 +5,8 @@ Invariants:
   principal) and passes it to every read and write: another tenant's response is a 404.
 - Errors always have the body `{"error": {"message", "type", "param", "code"}}`.
 - SSE frames are pre-formatted `event:`/`id:`/`data:` blocks read from committed rows, batched
-  into one write per read; sse-starlette adds keep-alive comments and watches for disconnects.
+  into one write per read; sse-starlette (`sse.py`) adds keep-alive comments and watches for
+  disconnects.
 - This layer never touches SQL: it calls the runtime's `Host`.
 """
 
@@ -19,7 +20,6 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
-from sse_starlette import EventSourceResponse
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -49,13 +49,11 @@ from .conversations import conversation_routes
 from .kit import Kit
 from .platform import PlatformHeaders, server_version
 from .settings import HttpSettings
+from .sse import StreamResponse, sse_response
 from .surface import surface_routes
 from .telemetry import HttpTelemetry
 
 log = logging.getLogger("durable_responses.http")
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
 
 # Create bodies above this many bytes are decoded and validated in a worker thread.
 LARGE_BODY_BYTES = 256 * 1024
@@ -182,8 +180,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
             )
         return raw
 
-    def sse(stream: ResponseStream) -> EventSourceResponse:
-        return EventSourceResponse(stream, ping=cfg.keepalive_seconds, headers=SSE_HEADERS)
+    def sse(stream: ResponseStream) -> StreamResponse:
+        return sse_response(stream, keepalive=cfg.keepalive_seconds)
 
     async def create(request: Request) -> Response:
         user = user_of(request)
