@@ -139,9 +139,12 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
         return []
     out = []
     k = sizes.live_cpu_n
-    # The interleaved figures when the run has them (drift-proof), else the per-column ones.
+    # The interleaved figures when the run has them for this column and the floor (drift-proof),
+    # else the per-column ones (the `--workers 2` column is not interleaved).
     key = "capacity_interleaved"
-    if num((results.get(FLOOR, {}).get(key) or {}).get("cpu_per_1000_tokens_ms")) is None:
+    if any(
+        num((results.get(h, {}).get(key) or {}).get("cpu_per_1000_tokens_ms")) is None for h in (FLOOR, t.key)
+    ):
         key = "capacity"
     cpu = num((results[t.key].get(key) or {}).get("cpu_per_1000_tokens_ms"))
     fcpu = num((results.get(FLOOR, {}).get(key) or {}).get("cpu_per_1000_tokens_ms"))
