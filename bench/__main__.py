@@ -44,8 +44,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Nam
         "--only",
         default="",
         help="comma-separated scenarios (" + ", ".join(scenarios.NAMES) + ") and/or columns (floor-agent, "
-        "floor-workflow, existing-plain, existing-resilient, sqlite-live, sqlite-durable, postgresql-live, "
-        "postgresql-durable, or floor, existing, ours, sqlite, postgresql, live, durable)",
+        "floor-workflow, plain-http, existing-plain, existing-resilient, sqlite-live, sqlite-durable, "
+        "postgresql-live, postgresql-durable, postgresql-live-w2, or floor, reference, existing, ours, sqlite, "
+        "postgresql, live, durable)",
     )
     ap.add_argument(
         "--ours-foreground",
