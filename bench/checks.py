@@ -131,6 +131,11 @@ def issue17(hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes)
     return out
 
 
+def _cpu(results: dict[str, dict[str, Any]], column: str, key: str) -> float | None:
+    """A column's CPU per 1,000 tokens from its `key` results (`capacity` or `capacity_interleaved`)."""
+    return num((results.get(column, {}).get(key) or {}).get("cpu_per_1000_tokens_ms"))
+
+
 def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes) -> list[str]:
     """Live streams: CPU per token within 1.25x the floor's and at most 0.5x either existing
     host's; the largest N at least 0.8x the floor's; `--workers 2` at least 1.6x one process's N."""
@@ -142,18 +147,15 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
     # The interleaved figures when the run has them for this column and the floor (drift-proof),
     # else the per-column ones (the `--workers 2` column is not interleaved).
     key = "capacity_interleaved"
-    if any(
-        num((results.get(h, {}).get(key) or {}).get("cpu_per_1000_tokens_ms")) is None for h in (FLOOR, t.key)
-    ):
+    if _cpu(results, FLOOR, key) is None or _cpu(results, t.key, key) is None:
         key = "capacity"
-    cpu = num((results[t.key].get(key) or {}).get("cpu_per_1000_tokens_ms"))
-    fcpu = num((results.get(FLOOR, {}).get(key) or {}).get("cpu_per_1000_tokens_ms"))
+    cpu, fcpu = _cpu(results, t.key, key), _cpu(results, FLOOR, key)
     m = cpu / fcpu if cpu and fcpu else None
     out.append(
         f"{_mark(None if m is None else m <= 1.25)} {t.label}: CPU per token at {k} live streams within "
         f"1.25{TIMES} the framework floor's ({fmt_ratio(m)}: {fmt(cpu, '{:.0f}')} vs {fmt(fcpu, '{:.0f}')} ms per 1,000)"
     )
-    plain_http = num((results.get(PLAIN_HTTP, {}).get(key) or {}).get("cpu_per_1000_tokens_ms"))
+    plain_http = _cpu(results, PLAIN_HTTP, key)
     if plain_http and fcpu:
         # Not a target: what the framework plus the HTTP of each token costs, nothing stored.
         out.append(
@@ -163,9 +165,9 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
             f"{fmt(plain_http, '{:.0f}')} ms per 1,000)"
         )
     # The existing hosts run alone (too slow to interleave): ours as measured alone too.
-    alone = num(mine.get("cpu_per_1000_tokens_ms"))
+    alone = _cpu(results, t.key, "capacity")
     for other, name in (("existing-plain", "plain"), ("existing-resilient", "resilient")):
-        theirs = num((results.get(other, {}).get("capacity") or {}).get("cpu_per_1000_tokens_ms"))
+        theirs = _cpu(results, other, "capacity")
         x = alone / theirs if alone and theirs else None
         out.append(
             f"{_mark(None if x is None else x <= 0.5)} {t.label}: CPU per token at most 0.5{TIMES} the "

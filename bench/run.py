@@ -72,6 +72,25 @@ def run_column(host: Host, want: set[str], sizes: Sizes) -> dict[str, Any]:
     return res
 
 
+def _interleaved(
+    measure: Callable[[list[Host], Sizes], dict[str, Any]],
+    hosts: list[Host],
+    sizes: Sizes,
+    what: str,
+    how: str,
+    fallback: str = "",
+) -> dict[str, Any]:
+    """One scenario with every column in `hosts` serving at once (its module's `paired`); on a
+    failure, logged, the columns' own runs are what the table gets."""
+    log(f"--- {what}, " + ", ".join(h.label for h in hosts) + f": {how}")
+    quiesce()
+    try:
+        return measure(hosts, sizes)
+    except Exception as exc:
+        log(f"interleaved {what}: FAILED {type(exc).__name__}: {str(exc)[:2000]}{fallback}")
+        return {}
+
+
 def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict[str, dict[str, Any]]:
     for h in hosts:
         h.prepare(work)
@@ -83,22 +102,14 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
     ]
     paired_burst: dict[str, Any] = {}
     if "burst" in want and len(paired) > 1:
-        log("--- 1000-output burst, " + ", ".join(h.label for h in paired) + ": requests alternating")
-        quiesce()
-        try:
-            paired_burst = burst.paired(paired, sizes)
-        except Exception as exc:
-            log(f"paired burst: FAILED {type(exc).__name__}: {str(exc)[:2000]}; one host at a time")
+        paired_burst = _interleaved(
+            burst.paired, paired, sizes, "1000-output burst", "requests alternating", "; one host at a time"
+        )
     # The floor's countdown against ours, interleaved (the per-column countdowns still run).
     with_floor = [h for h in hosts if h.kind in ("ours", "floor") and h.skip("countdown") is None]
     paired_steps: dict[str, Any] = {}
     if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
-        log("--- countdown, " + ", ".join(h.label for h in with_floor) + ": pairs alternating")
-        quiesce()
-        try:
-            paired_steps = steps.paired(with_floor, sizes)
-        except Exception as exc:
-            log(f"interleaved countdown: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
+        paired_steps = _interleaved(steps.paired, with_floor, sizes, "countdown", "pairs alternating")
     # CPU per token at live_cpu_n streams: the floor, the plain-HTTP reference and ours, interleaved.
     # (Not the `--workers 2` column: a check of its own, against one process's N.)
     with_live = [
@@ -110,12 +121,9 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
     ]
     paired_live: dict[str, Any] = {}
     if "capacity" in want and {"ours", "floor"} <= {h.kind for h in with_live}:
-        log("--- live capacity at one load, " + ", ".join(h.label for h in with_live) + ": steps alternating")
-        quiesce()
-        try:
-            paired_live = live.paired(with_live, sizes)
-        except Exception as exc:
-            log(f"interleaved live capacity: FAILED {type(exc).__name__}: {str(exc)[:2000]}")
+        paired_live = _interleaved(
+            live.paired, with_live, sizes, "live capacity at one load", "steps alternating"
+        )
     results: dict[str, dict[str, Any]] = {}
     for h in sorted(hosts, key=lambda h: h.resilient):
         log(f"--- {h.label}")

@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import BENCH, log
-from bench.cpu import ProcessCPU
 from bench.hosts.base import Host
-from bench.hosts.process import ServerProc, free_port, serving
-from bench.httpclient import HttpDriver
+from bench.hosts.process import ServedSession, ServerProc, free_port, serving
 
 EXISTING_VENV = BENCH / ".venv-existing"
 EXISTING_PINS = (
@@ -65,34 +63,6 @@ def existing_versions(py: Path) -> str:
     return subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
-class ExistingSession:
-    """bench/hosts/existing_serve.py serving one workflow, state in its own directory."""
-
-    def __init__(self, srv: ServerProc, body: dict[str, object]) -> None:
-        self.srv = srv
-        self.body = body
-
-    @property
-    def base_url(self) -> str:
-        return self.srv.base_url
-
-    @property
-    def pid(self) -> int:
-        assert self.srv.proc is not None
-        return self.srv.proc.pid
-
-    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
-        proc = self.srv.proc
-        cpu = ProcessCPU(proc.pid) if measure_cpu and proc is not None else None
-        return HttpDriver(self.base_url, self.body, connections=connections, timeout=timeout, cpu=cpu)
-
-    def kill(self) -> None:
-        self.srv.kill()
-
-    def start(self) -> ServerProc:
-        return self.srv.start()
-
-
 @dataclass
 class ExistingHost(Host):
     # Its venv's python (set by `prepare`).
@@ -109,7 +79,7 @@ class ExistingHost(Host):
         return "not durable: in-flight responses stay in_progress after kill -9"
 
     @contextmanager
-    def session(self, app: str, name: str) -> Iterator[ExistingSession]:
+    def session(self, app: str, name: str) -> Iterator[ServedSession]:
         state_root = self.work / name / "state"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env["AGENTSERVER_STATE_ROOT"] = str(state_root)
@@ -118,7 +88,8 @@ class ExistingHost(Host):
             cmd.append("--resilient")
         srv = ServerProc(cmd, env=env, cwd=state_root, log_dir=self.work / "logs", name=f"existing-{app}")
         with serving(srv):
-            yield ExistingSession(srv, self.body)
+            # bench/hosts/existing_serve.py serving one workflow, state in its own directory.
+            yield ServedSession(srv, self.body)
 
     def versions(self) -> dict[str, str]:
         return {"existing host": existing_versions(self.python)}

@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import ROOT, Sizes, log
-from bench.cpu import ProcessCPU
 from bench.hosts import postgres
 from bench.hosts.base import OURS_ONLY, Host
-from bench.hosts.process import ServerProc, free_port, serving
-from bench.httpclient import HttpDriver
+from bench.hosts.process import ServedSession, ServerProc, free_port, serving
 
 
 def ours_env(lease_s: float) -> dict[str, str]:
@@ -68,34 +66,13 @@ def fresh_database(dialect: str, where: Path) -> Iterator[str]:
             log(f"could not drop {url}: {exc}")
 
 
-class OursSession:
+class OursSession(ServedSession):
     def __init__(
         self, srv: ServerProc, body: dict[str, Any], database_url: str, database: str | None
     ) -> None:
-        self.srv = srv
-        self.body = body
+        # `database`: PostgreSQL's database name, to find its backends' CPU.
+        super().__init__(srv, body, database)
         self.database_url = database_url  # for scenarios that read the database (bytes per response)
-        self.database = database  # PostgreSQL: its name, to find its backends' CPU
-
-    @property
-    def base_url(self) -> str:
-        return self.srv.base_url
-
-    @property
-    def pid(self) -> int:
-        assert self.srv.proc is not None
-        return self.srv.proc.pid
-
-    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
-        proc = self.srv.proc
-        cpu = ProcessCPU(proc.pid, self.database) if measure_cpu and proc is not None else None
-        return HttpDriver(self.base_url, self.body, connections=connections, timeout=timeout, cpu=cpu)
-
-    def kill(self) -> None:
-        self.srv.kill()
-
-    def start(self) -> ServerProc:
-        return self.srv.start()
 
 
 @dataclass

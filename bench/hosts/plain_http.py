@@ -17,36 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cpu import ProcessCPU
 from bench.hosts.base import Host
-from bench.hosts.process import ServerProc, free_port, serving
-from bench.httpclient import HttpDriver
+from bench.hosts.process import ServedSession, ServerProc, free_port, serving
 
 SERVE = Path(__file__).resolve().parent / "plain_http_serve.py"
-
-
-class PlainHttpSession:
-    def __init__(self, srv: ServerProc) -> None:
-        self.srv = srv
-
-    @property
-    def base_url(self) -> str:
-        return self.srv.base_url
-
-    @property
-    def pid(self) -> int:
-        assert self.srv.proc is not None
-        return self.srv.proc.pid
-
-    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
-        cpu = ProcessCPU(self.pid) if measure_cpu else None
-        return HttpDriver(self.base_url, {}, connections=connections, timeout=timeout, cpu=cpu)
-
-    def kill(self) -> None:
-        self.srv.kill()
-
-    def start(self) -> ServerProc:
-        return self.srv.start()
 
 
 @dataclass
@@ -56,12 +30,12 @@ class PlainHttpHost(Host):
         return "stores nothing"
 
     @contextmanager
-    def session(self, app: str, name: str) -> Iterator[PlainHttpSession]:
+    def session(self, app: str, name: str) -> Iterator[ServedSession]:
         workdir = self.work / name
         cmd = [sys.executable, str(SERVE), "--app", app, "--port", str(free_port())]
         srv = ServerProc(cmd, env=dict(os.environ), cwd=workdir, log_dir=workdir, name="plain-http")
         with serving(srv):
-            yield PlainHttpSession(srv)
+            yield ServedSession(srv, {})
 
 
 def plain_http_hosts() -> list[Host]:

@@ -1,5 +1,6 @@
 """Process control for the servers the benchmark starts: a free port, start and wait until ready,
-SIGTERM, `kill -9`, and a last sweep of whatever is still alive at the end of the run.
+SIGTERM, `kill -9`, a last sweep of whatever is still alive at the end of the run, and the
+session every served column hands its scenarios (`ServedSession`).
 
 The benchmark's own (it shares nothing with the tests but the package `server`). Readiness is polled
 every 20 ms, not 100: the recovery scenario reports the time from a restart until `/readiness`
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.cpu import ProcessCPU
+from bench.httpclient import HttpDriver
 
 READY_POLL_S = 0.02
 
@@ -101,6 +105,39 @@ def serving(srv: Any) -> Iterator[Any]:
     finally:
         srv.stop()
         srv.kill()
+
+
+class ServedSession:
+    """A workflow served by one `ServerProc`: its clients, `kill -9` and a restart on the same state.
+
+    `body`: extra fields of every POST /responses; `database`: a PostgreSQL database whose backends'
+    CPU counts as the server's (bench/cpu.py `ProcessCPU`).
+    """
+
+    def __init__(self, srv: ServerProc, body: dict[str, Any], database: str | None = None) -> None:
+        self.srv = srv
+        self.body = body
+        self.database = database
+
+    @property
+    def base_url(self) -> str:
+        return self.srv.base_url
+
+    @property
+    def pid(self) -> int:
+        assert self.srv.proc is not None
+        return self.srv.proc.pid
+
+    def driver(self, *, connections: int = 10, timeout: float = 300, measure_cpu: bool = False) -> HttpDriver:
+        proc = self.srv.proc
+        cpu = ProcessCPU(proc.pid, self.database) if measure_cpu and proc is not None else None
+        return HttpDriver(self.base_url, self.body, connections=connections, timeout=timeout, cpu=cpu)
+
+    def kill(self) -> None:
+        self.srv.kill()
+
+    def start(self) -> ServerProc:
+        return self.srv.start()
 
 
 def kill_leftovers() -> None:

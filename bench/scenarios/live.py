@@ -72,23 +72,29 @@ def _step(many: Any, tokens: int, interval_ms: float) -> dict[str, Any]:
     }
 
 
-async def _live(session: Session, host: Host, sizes: Sizes) -> dict[str, Any]:
+async def _measure(session: Session, n: int, sizes: Sizes) -> dict[str, Any]:
+    """One step: `n` streams of the tokens workflow at once, its figures (`_step`)."""
     text = f"{sizes.live_tokens} interval={sizes.live_interval_ms:g}"
+    d = session.driver(measure_cpu=True)
+    try:
+        many = await asyncio.wait_for(
+            d.many(n, text, record=True, warm_text=WARM), timeout=sizes.live_step_timeout_s
+        )
+    finally:
+        await d.aclose()
+    return _step(many, sizes.live_tokens, sizes.live_interval_ms)
+
+
+async def _live(session: Session, host: Host, sizes: Sizes) -> dict[str, Any]:
     steps: dict[int, dict[str, Any]] = {}
     largest = 0
     for n in sizes.live_steps:
-        d = session.driver(measure_cpu=True)
         try:
-            many = await asyncio.wait_for(
-                d.many(n, text, record=True, warm_text=WARM), timeout=sizes.live_step_timeout_s
-            )
+            s = await _measure(session, n, sizes)
         except (TimeoutError, RuntimeError) as exc:
             steps[n] = {"streams": n, "errors": n, "error_detail": [f"{type(exc).__name__}: {exc}"[:200]]}
             log(f"{host.key} capacity N={n}: FAILED {type(exc).__name__}: {str(exc)[:200]}")
             break
-        finally:
-            await d.aclose()
-        s = _step(many, sizes.live_tokens, sizes.live_interval_ms)
         s["passed"] = s["errors"] == 0 and s["p99_added_ms"] < sizes.live_bound_ms
         steps[n] = s
         log(
@@ -117,22 +123,13 @@ def run(session: Session, host: Host, sizes: Sizes, want: set[str]) -> dict[str,
 
 
 async def _interleaved(sessions: dict[str, Session], sizes: Sizes) -> dict[str, Any]:
-    text = f"{sizes.live_tokens} interval={sizes.live_interval_ms:g}"
     keys = list(sessions)
     cpu: dict[str, list[float]] = {k: [] for k in keys}
     p99: dict[str, list[float]] = {k: [] for k in keys}
     rounds = balanced_rounds(len(keys), sizes.live_interleaved_steps)
     for order in balanced_orders(len(keys), rounds):
         for i in order:
-            d = sessions[keys[i]].driver(measure_cpu=True)
-            try:
-                many = await asyncio.wait_for(
-                    d.many(sizes.live_cpu_n, text, record=True, warm_text=WARM),
-                    timeout=sizes.live_step_timeout_s,
-                )
-            finally:
-                await d.aclose()
-            s = _step(many, sizes.live_tokens, sizes.live_interval_ms)
+            s = await _measure(sessions[keys[i]], sizes.live_cpu_n, sizes)
             if s["errors"] == 0:
                 cpu[keys[i]].append(s["cpu_per_1000_tokens_ms"])
                 p99[keys[i]].append(s["p99_added_ms"])

@@ -11,6 +11,8 @@ from sse_starlette import EventSourceResponse
 
 from server.http.sse import SSE_HEADERS, StreamResponse, sse_response
 
+_SCOPE = {"type": "http", "method": "GET", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
+
 
 def test_the_overridden_private_method_is_still_sse_starlettes() -> None:
     """`StreamResponse` overrides `EventSourceResponse._send_with_timeout(send, message)`: an
@@ -33,8 +35,7 @@ async def _run(response: StreamResponse) -> list[dict[str, Any]]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
-    await response(scope, receive, send)
+    await response(_SCOPE, receive, send)
     done.set()
     return sent
 
@@ -77,9 +78,8 @@ async def test_a_send_timeout_still_applies() -> None:
         await asyncio.sleep(3600)
         return {"type": "http.disconnect"}
 
-    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
     try:
-        await asyncio.wait_for(response(scope, receive, send), 5)
+        await asyncio.wait_for(response(_SCOPE, receive, send), 5)
     except Exception as exc:  # sse-starlette's SendTimeoutError, or the cancellation it leads to
         assert type(exc).__name__ != "TimeoutError", "the send timeout did not apply"
     assert started
