@@ -85,6 +85,7 @@ __all__ = [
     "encode_checkpoint",
     "encode_session",
     "make_restorable",
+    "on_events_end",
     "pace_events",
 ]
 
@@ -192,6 +193,7 @@ class _RestoreForwardingMixin(WorkflowAgent):
                 if not (event.type == "request_info" and event.request_id in answered):
                     yield event
             if not input_messages:
+                await _events_ended(self)
                 return
         # Input phase: the original delivers function results to pending requests or sends a new
         # message when idle; with checkpoint_id=None it does not restore again. The host's
@@ -210,6 +212,31 @@ class _RestoreForwardingMixin(WorkflowAgent):
             client_kwargs=client_kwargs,
         ):
             yield event
+        await _events_ended(self)
+
+
+_EVENTS_END_ATTR = "_durable_responses_events_end"
+
+
+async def _events_ended(agent: WorkflowAgent) -> None:
+    hook = vars(agent).get(_EVENTS_END_ATTR)
+    if hook is not None:
+        await hook()
+
+
+def on_events_end(agent: WorkflowAgent, hook: Callable[[], Awaitable[None]] | None) -> bool:
+    """Have the restorable ``agent`` await ``hook()`` once its workflow's last event is yielded.
+
+    In 1.23.0 ``WorkflowAgent``'s stream then builds its final response from every update, twice
+    (``_run_stream_impl`` for the after-run providers, the ``ResponseStream``'s finalizer when the
+    stream is exhausted): after a 1000-output superstep that is tens of milliseconds of the event
+    loop, which the hook lets the host spend after it has delivered what it holds, not before.
+    Returns False (no hook) where ``agent`` was not made restorable (``make_restorable``).
+    """
+    if not isinstance(agent, _RestoreForwardingMixin):
+        return False
+    setattr(agent, _EVENTS_END_ATTR, hook)
+    return True
 
 
 _RESTORABLE_CLASSES: dict[type[WorkflowAgent], type[WorkflowAgent]] = {}

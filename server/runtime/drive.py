@@ -26,7 +26,7 @@ from agent_framework import AgentSession
 from ..observability import metrics
 from ..protocol import events as ev
 from ..protocol.response import build_response
-from ._af_private import pace_events
+from ._af_private import on_events_end, pace_events
 from .pairing import Pairing
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
@@ -154,6 +154,9 @@ class Driver:
             # Each event of an executor reaches the stream when it is made, not when the
             # executor's handler returns.
             pace_events(agent, self._pace)
+        if self._is_workflow and live:
+            # What the stream holds goes out before the framework's end-of-stream work.
+            on_events_end(agent, self._sink.settle)
         stream = agent.run(plan.messages or None, **kwargs)
         try:
             await self._consume(stream, live)

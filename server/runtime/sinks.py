@@ -106,6 +106,10 @@ class Sink(ABC):
                 self.failure = exc
             raise
 
+    async def settle(self) -> None:
+        """Wait until every event emitted so far is committed, handing over what is held."""
+        await self.commit()
+
     def lagging(self, limit: float) -> bool:
         """Whether a write handed over more than `limit` seconds ago is still not committed."""
         return False
@@ -171,6 +175,16 @@ class SqlSink(Sink):
         inflight = self._inflight
         while inflight and inflight[0][1].done():
             self._on_done(inflight.popleft()[1])
+
+    async def settle(self) -> None:
+        if self._pending:
+            await self.commit()
+            return
+        self._forget_done()
+        if self._inflight:
+            # The newest write commits last (the outbox keeps submission order). `wait` leaves
+            # it alone if this task is cancelled; a failure is the sink's (`_on_done`).
+            await asyncio.wait((self._inflight[-1][1],))
 
     def lagging(self, limit: float) -> bool:
         self._forget_done()

@@ -19,6 +19,7 @@ from typing import Any, Never
 
 from agent_framework import (
     AgentRunInputs,
+    ContextProvider,
     Executor,
     Message,
     Workflow,
@@ -277,6 +278,27 @@ def burst_then_marker() -> Workflow:
     b = WorkflowBuilder(name="burst_then_marker", start_executor=burst, output_from=[burst, marker])
     b.add_edge(burst, marker)
     return b.build()
+
+
+# When `burst_then_marker_probed`'s after-run provider ran (time.time()), newest last.
+FINAL_RESPONSE_BUILT: list[float] = []
+
+
+class _FinalResponseProbe(ContextProvider):
+    """Records when the agent's after-run providers run: the framework's stream has then built
+    its final response from every update (after a 1000-output burst, tens of ms of work)."""
+
+    def __init__(self) -> None:
+        super().__init__("final_response_probe")
+
+    async def after_run(self, **_: Any) -> None:
+        FINAL_RESPONSE_BUILT.append(time.time())
+
+
+def burst_then_marker_probed() -> WorkflowAgent:
+    """`burst_then_marker` as an agent whose after-run provider records its time
+    (`FINAL_RESPONSE_BUILT`): in-process servers only."""
+    return burst_then_marker().as_agent(name="burst_then_marker", context_providers=[_FinalResponseProbe()])
 
 
 class _BusyBurst(Executor):

@@ -19,6 +19,9 @@ makes the server's job harder.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -34,7 +37,15 @@ OUTPUTS = 1000
 
 def _stream_text(srv: InProcessServer, body: dict[str, Any]) -> tuple[float, list[str]]:
     """Stream a response to its end: when the client saw its first text delta, and every delta."""
+    first_seen, _last_seen, deltas = _stream_deltas(srv, body)
+    return first_seen, deltas
+
+
+def _stream_deltas(srv: InProcessServer, body: dict[str, Any]) -> tuple[float, float, list[str]]:
+    """Stream a response to its end: when the client saw its first and its last text delta, and
+    every delta."""
     first_seen: float | None = None
+    last_seen = 0.0
     deltas: list[str] = []
     terminal = None
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
@@ -42,14 +53,15 @@ def _stream_text(srv: InProcessServer, body: dict[str, Any]) -> tuple[float, lis
             assert r.status_code == 200
             for frame in iter_frames(r.iter_lines()):
                 if frame.event == "response.output_text.delta":
+                    last_seen = time.time()
                     if first_seen is None:
-                        first_seen = time.time()
+                        first_seen = last_seen
                     deltas.append(frame.json["delta"])
                 elif frame.event in TERMINAL_EVENT_TYPES:
                     terminal = frame.event
     assert terminal == "response.completed"
     assert first_seen is not None
-    return first_seen, deltas
+    return first_seen, last_seen, deltas
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
@@ -90,4 +102,38 @@ def test_first_output_reaches_the_client_before_the_executor_s_handler_returns(
     # well before the last was made (same machine, same wall clock).
     assert first_seen < last_made - 0.1, (
         f"first output seen {first_seen - last_made:+.3f} s from the moment the last was made"
+    )
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_last_output_reaches_the_client_before_the_framework_s_end_of_stream_work(
+    shared_servers: Any, background: bool
+) -> None:
+    """Regression 3: once a workflow's last event is taken, agent-framework's `WorkflowAgent`
+    stream builds its final response from every update (twice in 1.23.0, tens of ms after a
+    1000-output burst) before the stream ends; the outputs the run still held waited behind that
+    work. Live streams now commit and send them first (`_af_private.on_events_end`)."""
+    from tests.apps.workflows import FINAL_RESPONSE_BUILT
+
+    srv: InProcessServer = shared_servers("tests.apps.workflows:burst_then_marker_probed")
+    body: dict[str, Any] = {"model": "m", "input": str(OUTPUTS), "stream": True}
+    if background:
+        body["background"] = True
+    FINAL_RESPONSE_BUILT.clear()
+    # A client in a process of its own (`support.byte_clock`): the in-process server shares this
+    # interpreter's GIL, and a client that parses thousands of frames as they come measures itself.
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.support.byte_clock", srv.base_url, json.dumps(body)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen = json.loads(out.stdout)
+    assert seen["terminal"] == "response.completed" and seen["deltas"] == OUTPUTS + 1
+    assert len(FINAL_RESPONSE_BUILT) == 1
+    # Same machine, same wall clock: the client had the last output before the framework was
+    # done building its final response.
+    assert seen["last"] < FINAL_RESPONSE_BUILT[0], (
+        f"last output seen {seen['last'] - FINAL_RESPONSE_BUILT[0]:+.3f} s from the final response being built"
     )

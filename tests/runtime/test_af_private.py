@@ -39,6 +39,7 @@ from typing import Any, Never
 import pytest
 from agent_framework import (
     Content,
+    ContextProvider,
     Executor,
     InMemoryCheckpointStorage,
     Message,
@@ -60,6 +61,7 @@ from server.runtime._af_private import (
     decode_checkpoint,
     encode_checkpoint,
     make_restorable,
+    on_events_end,
     pace_events,
 )
 from server.runtime.pending import (
@@ -686,3 +688,50 @@ def test_pace_events_leaves_other_agents_alone() -> None:
         return None
 
     assert pace_events(NotAWorkflow(), pace) is False
+
+
+class _FinalBuiltProbe(ContextProvider):
+    """Records when the agent's after-run providers run: after 1.23.0's `WorkflowAgent` stream
+    has built its final response from every update."""
+
+    def __init__(self, timeline: list[str]) -> None:
+        super().__init__("final_built_probe")
+        self._timeline = timeline
+
+    async def after_run(self, **_: Any) -> None:
+        self._timeline.append("final response built")
+
+
+async def test_on_events_end_runs_after_the_last_event_before_the_final_response() -> None:
+    """Pinned on 1.23.0: the hook runs once the workflow's last update is taken, before the stream
+    builds its final response (the after-run providers run after that), on a first run and on a
+    restore with no new input alike."""
+    timeline: list[str] = []
+
+    async def hook() -> None:
+        timeline.append("events ended")
+
+    storage = RecordingStorage()
+    agent = make_restorable(countdown().as_agent(context_providers=[_FinalBuiltProbe(timeline)]))
+    assert on_events_end(agent, hook)
+    async for update in agent.run("2 delay=0", stream=True, checkpoint_storage=storage):
+        storage.timeline.append(("update", update.text))
+        timeline.append(update.text)
+    assert timeline == ["tick 2", "tick 1", "tick 0", "events ended", "final response built"]
+
+    timeline.clear()
+    restored = make_restorable(countdown().as_agent(context_providers=[_FinalBuiltProbe(timeline)]))
+    assert on_events_end(restored, hook)
+    middle = _checkpoint_after_tick(storage, 2)
+    async for update in restored.run(
+        stream=True, checkpoint_id=middle.checkpoint_id, checkpoint_storage=storage
+    ):
+        timeline.append(update.text)
+    assert timeline == ["tick 1", "tick 0", "events ended", "final response built"]
+
+
+def test_on_events_end_needs_a_restorable_agent() -> None:
+    async def hook() -> None:
+        return None
+
+    assert on_events_end(countdown_agent(), hook) is False
