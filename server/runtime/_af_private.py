@@ -27,6 +27,8 @@ Private names used, and why
   restore phase's events are yielded; the input phase is delegated to the original with
   ``checkpoint_id=None``. The mixin is combined with the application's own class by
   ``make_restorable`` (``__class__`` rebinding), so an overridden ``run()`` stays the entry point.
+  After the workflow's last event it awaits the host's ``on_events_end`` hook, before the
+  framework's stream builds its final response from every update.
 - ``agent_framework._workflows._typing_utils.try_coerce_to_type`` / ``is_instance_of``: what
   ``Workflow.run(responses=...)`` does to a reply (``_coerce_request_info_response``) before it
   refuses a wrong type at run time; ``coerce_request_response`` applies the same up front, so a reply
