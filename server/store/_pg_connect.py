@@ -261,9 +261,14 @@ class PgConnector:
             # Only a pooler moves a connection between sessions, but other clients' traffic can
             # hide that it does (it takes the session `b` would have got, then gives `a` its own
             # back): one sighting is proof, a pooler goes unseen in every round only by chance.
+            # The sessions each connection was seen on are kept across rounds: a connection of
+            # one session never shows two, nor one the other connection showed (a pooler once
+            # went unseen through 4 rounds compared one by one).
+            seen_a: set[int] = set()
+            seen_b: set[int] = set()
             for _ in range(_PROBE_ROUNDS):
                 try:
-                    if await self._moved(a, b):
+                    if await self._moved(a, b, seen_a, seen_b):
                         return True
                 except TimeoutError:
                     log.warning("%s: the pooler probe timed out; assuming no transaction pooler", self.where)
@@ -277,16 +282,19 @@ class PgConnector:
                     conn.terminate()
 
     @staticmethod
-    async def _moved(a: Any, b: Any) -> bool:
-        """One round: whether `b`, holding a transaction open, got `a`'s session, or `a` moved."""
+    async def _moved(a: Any, b: Any, seen_a: set[int], seen_b: set[int]) -> bool:
+        """One round: whether `b`, holding a transaction open, got a session `a` was on, or either
+        connection has been on two sessions (this round and the earlier ones, `seen_*`)."""
         async with a.transaction():
-            first = await a.fetchval("SELECT pg_backend_pid()")
+            seen_a.add(await a.fetchval("SELECT pg_backend_pid()"))
         async with asyncio.timeout(_PROBE_TIMEOUT), b.transaction():
-            if await b.fetchval("SELECT pg_backend_pid()") == first:
-                return True  # b got a's session: sessions are handed around
+            got = await b.fetchval("SELECT pg_backend_pid()")
+            seen_b.add(got)
+            if got in seen_a:
+                return True  # b got a session a was on: sessions are handed around
             try:
                 async with asyncio.timeout(_PROBE_TIMEOUT / 2), a.transaction():
-                    again = await a.fetchval("SELECT pg_backend_pid()")
+                    seen_a.add(await a.fetchval("SELECT pg_backend_pid()"))
             except TimeoutError:
                 return True  # a waits for a free session: it had none of its own
-        return bool(again != first)
+        return len(seen_a) > 1 or len(seen_b) > 1
