@@ -10,8 +10,9 @@ Invariants:
   relays work meanwhile); a run whose oldest write is still uncommitted after `commit_lag`
   commits what it holds and waits, its executors held meanwhile (`pace`), so what a client
   sees trails what the workflow does by `commit_lag` at most and SQLite's writer thread is not
-  starved of the GIL. Once the workflow's last event is taken, a live run commits what it holds before
-  the framework's end-of-stream work (`on_events_end`), so that work does not delay it.
+  starved of the GIL. Once the workflow's last event is taken, a live run commits what it
+  holds before the framework's end-of-stream work (`on_events_end`), so that work does not
+  delay it.
 """
 
 from __future__ import annotations

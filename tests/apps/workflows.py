@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Never
 
@@ -284,21 +285,23 @@ def burst_then_marker() -> Workflow:
 FINAL_RESPONSE_BUILT: list[float] = []
 
 
-class _FinalResponseProbe(ContextProvider):
-    """Records when the agent's after-run providers run: the framework's stream has then built
-    its final response from every update (after a 1000-output burst, tens of ms of work)."""
+class FinalResponseProbe(ContextProvider):
+    """Calls `seen()` when the agent's after-run providers run: 1.23.0's `WorkflowAgent` stream has
+    then built its final response from every update (after a 1000-output burst, tens of ms)."""
 
-    def __init__(self) -> None:
+    def __init__(self, seen: Callable[[], None]) -> None:
         super().__init__("final_response_probe")
+        self._seen = seen
 
     async def after_run(self, **_: Any) -> None:
-        FINAL_RESPONSE_BUILT.append(time.time())
+        self._seen()
 
 
 def burst_then_marker_probed() -> WorkflowAgent:
     """`burst_then_marker` as an agent whose after-run provider records its time
     (`FINAL_RESPONSE_BUILT`): in-process servers only."""
-    return burst_then_marker().as_agent(name="burst_then_marker", context_providers=[_FinalResponseProbe()])
+    probe = FinalResponseProbe(lambda: FINAL_RESPONSE_BUILT.append(time.time()))
+    return burst_then_marker().as_agent(name="burst_then_marker", context_providers=[probe])
 
 
 class _BusyBurst(Executor):

@@ -39,7 +39,6 @@ from typing import Any, Never
 import pytest
 from agent_framework import (
     Content,
-    ContextProvider,
     Executor,
     InMemoryCheckpointStorage,
     Message,
@@ -70,6 +69,7 @@ from server.runtime.pending import (
     pending_request_payloads,
     pending_response_types,
 )
+from tests.apps.workflows import FinalResponseProbe
 
 # sha256 of inspect.getsource(WorkflowAgent._run_core) in agent-framework-core 1.23.0.
 PINNED_RUN_CORE_SHA256 = "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e"
@@ -690,18 +690,6 @@ def test_pace_events_leaves_other_agents_alone() -> None:
     assert pace_events(NotAWorkflow(), pace) is False
 
 
-class _FinalBuiltProbe(ContextProvider):
-    """Records when the agent's after-run providers run: after 1.23.0's `WorkflowAgent` stream
-    has built its final response from every update."""
-
-    def __init__(self, timeline: list[str]) -> None:
-        super().__init__("final_built_probe")
-        self._timeline = timeline
-
-    async def after_run(self, **_: Any) -> None:
-        self._timeline.append("final response built")
-
-
 async def test_on_events_end_runs_after_the_last_event_before_the_final_response() -> None:
     """Pinned on 1.23.0: the hook runs once the workflow's last update is taken, before the stream
     builds its final response (the after-run providers run after that), on a first run and on a
@@ -712,7 +700,11 @@ async def test_on_events_end_runs_after_the_last_event_before_the_final_response
         timeline.append("events ended")
 
     storage = RecordingStorage()
-    agent = make_restorable(countdown().as_agent(context_providers=[_FinalBuiltProbe(timeline)]))
+    agent = make_restorable(
+        countdown().as_agent(
+            context_providers=[FinalResponseProbe(lambda: timeline.append("final response built"))]
+        )
+    )
     assert on_events_end(agent, hook)
     async for update in agent.run("2 delay=0", stream=True, checkpoint_storage=storage):
         storage.timeline.append(("update", update.text))
@@ -720,7 +712,11 @@ async def test_on_events_end_runs_after_the_last_event_before_the_final_response
     assert timeline == ["tick 2", "tick 1", "tick 0", "events ended", "final response built"]
 
     timeline.clear()
-    restored = make_restorable(countdown().as_agent(context_providers=[_FinalBuiltProbe(timeline)]))
+    restored = make_restorable(
+        countdown().as_agent(
+            context_providers=[FinalResponseProbe(lambda: timeline.append("final response built"))]
+        )
+    )
     assert on_events_end(restored, hook)
     middle = _checkpoint_after_tick(storage, 2)
     async for update in restored.run(
