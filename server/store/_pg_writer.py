@@ -132,9 +132,7 @@ class PgWriter(Writer):
         notify = self._notify
         for st, args in statements:
             assert len(args) == st.params, f"{len(args)} arguments for a statement of {st.params}"
-        prepared = [
-            [st.render(notify is not None), *st.encode(args), *(notify or ())] for st, args in statements
-        ]
+        prepared = [[*_bind(st, args, notify is not None), *(notify or ())] for st, args in statements]
         async with self._lock:
             conn = await self._connection()
             try:
@@ -184,6 +182,14 @@ async def notify(conn: AsyncConnection, channel: str, prefix: str, response_ids:
 
     for payload in payloads(prefix, response_ids):
         await conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": channel, "p": payload})
+
+
+def _bind(statement: _sql.PgStatement, args: list[Any], notify: bool) -> list[Any]:
+    """The statement's text and arguments: arrays packed, or plain when one does not pack."""
+    packed = statement.pack(args)
+    if packed is not None:
+        return [statement.render(notify, packed=True), *packed]
+    return [statement.render(notify), *statement.encode(args)]
 
 
 def _key(w: Write) -> tuple[str, str]:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from server.store import Finish, Store, StoreError, Write, WriteKind, _sql
+from server.store import EventRow, Finish, Store, StoreError, Write, WriteKind, _sql
 from server.store import _tables as t
 
 from .conftest import StoreFactory
@@ -125,11 +125,59 @@ def test_statements_and_rows_follow_the_table_metadata() -> None:
         _sql.creation_statement(inputs_as_json=True),
         _sql.end_statement(),
     ):
-        numbers = sorted({int(n) for n in re.findall(r"\$(\d+)", st.text)})
-        assert numbers == list(range(1, st.params + 1))
-        assert "{notify}" in st.text
-        assert f"pg_notify(${st.params + 1}, ${st.params + 2}" in st.render(True)
+        for text in (st.text, st.packed_text):
+            numbers = sorted({int(n) for n in re.findall(r"\$(\d+)", text)})
+            assert numbers == list(range(1, st.params + 1))
+            assert "{notify}" in text and "@@" not in text
+        for packed in (False, True):
+            assert f"pg_notify(${st.params + 1}, ${st.params + 2}" in st.render(True, packed=packed)
+        assert st.packed_text.count("string_to_array") == len(st.arrays) > 0
     assert [k.value for k in WriteKind] == ["create", "superstep", "general", "end"]  # commit order
+
+
+def test_arrays_pack_into_one_text_unless_an_element_would_be_misread() -> None:
+    """A packed array is one text, every element after a newline, NULL as the mark; an array
+    with an element the split would misread goes in plain form (`pack` says None)."""
+    assert _sql.pack([], "text[]") == ""
+    assert _sql.pack(["a", "", None], "text[]") == "\na\n\n\x01"
+    assert _sql.pack([""], "text[]") == "\n"  # one empty string, not an empty array
+    assert _sql.pack([1, None, 3], "int4[]") == "\n1\n\x01\n3"
+    assert _sql.pack([0.5, float("inf")], "float8[]") == "\n0.5\ninf"
+    assert _sql.pack([True, False, None], "bool[]") == "\nt\nf\n\x01"
+    assert _sql.pack(["line\nbreak"], "text[]") is None
+    assert _sql.pack(["\x01"], "text[]") is None
+    assert _sql.pack(["a\x01b", None], "text[]") is None
+    st = _sql.superstep_statement()
+    args = [[] for _ in range(st.params)]
+    assert st.pack(args) == [""] * st.params
+    args[st.arrays[-3][0]] = ["x\ny"]
+    assert st.pack(args) is None
+
+
+async def test_awkward_values_round_trip_through_the_fast_paths(store: Store) -> None:
+    """Values a packed array cannot carry (a newline, the NULL mark) and ones it must keep apart
+    (an empty string, NULL) come back as written, whichever form the statement took."""
+    await store.insert_response(owned("resp_1", "p1", user=""), [], [event(0, "response.created")])
+    odd = [
+        EventRow(seq=1, type="t", data=""),
+        EventRow(seq=2, type="t", data="\x01"),
+        EventRow(seq=3, type="t", data='{"a":"b"}'),
+    ]
+    cp = checkpoint("cp_1", "resp_1", user="", lineage=None, event_seq=3)
+    await store.submit(Write("resp_1", "p1", events=odd, checkpoint=cp))
+    await store.submit(Write("resp_1", "p1", events=[EventRow(seq=4, type="t", data="two\nlines")]))
+    await store.submit(Write("resp_1", "p1", events=[EventRow(seq=5, type="t", data="")]))
+    rows = await store.read_events("resp_1", 0)
+    assert [(r.seq, r.data) for r in rows] == [
+        (1, ""),
+        (2, "\x01"),
+        (3, '{"a":"b"}'),
+        (4, "two\nlines"),
+        (5, ""),
+    ]
+    loaded = await store.load_checkpoint("cp_1", "")
+    assert loaded is not None and (loaded.user_id, loaded.lineage, loaded.event_seq) == ("", "resp_1", 3)
+    assert store.stats.fallbacks == {} and store.stats.failed_writes == 0
 
 
 async def test_an_end_with_items_on_both_paths_matches(store: Store) -> None:
