@@ -53,6 +53,9 @@ from .webhooks import WebhookStore
 
 log = logging.getLogger("durable_responses.store")
 
+# The largest event sequence number the column holds (a 32-bit integer): a page's upper bound.
+_SEQ_MAX = 2**31 - 1
+
 
 class Store(Leases, Checkpoints, RequestsAndConversations):
     def __init__(
@@ -327,10 +330,21 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         return page, len(rows) > limit
 
     async def read_events(self, response_id: str, after_seq: int, limit: int = 1000) -> list[EventRow]:
+        """The events after `after_seq`, at most `limit`, in order.
+
+        A response's events are numbered without a gap (invariant 4), so the page is also the
+        range `after_seq < seq <= after_seq + limit`, and says so: with `seq > after_seq` alone,
+        PostgreSQL's custom plan for a response longer than its statistics expect (they give
+        every response the table's average) is a bitmap scan of every later event of the
+        response plus a sort, per page: 242 ms instead of 1.2 ms for a page of 2,000 in the middle
+        of a 100,000-event response, and a full replay that grows with the square of its length.
+        Custom plans are what a connection runs for a statement's first five executions, and
+        always behind a transaction pooler (no prepared statement is kept)."""
         c = t.events.c
+        upper = min(after_seq + limit, _SEQ_MAX)
         q = (
             select(c.seq, c.type, c.data)
-            .where(and_(c.response_id == response_id, c.seq > after_seq))
+            .where(and_(c.response_id == response_id, c.seq > after_seq, c.seq <= upper))
             .order_by(c.seq)
             .limit(limit)
         )
