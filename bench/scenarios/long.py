@@ -11,7 +11,9 @@ each length:
   it (the fixed cost of a response subtracted: the difference of the pair over its difference in
   events; the median of 3 pairs at 1,000 events, 2 at 10,000, 1 at 100,000);
 - **full replay**: `GET /responses/{id}?stream=true` from the start: time to first byte, ms per
-  event (paired the same way with the 1-output response's replay), and the server's resident
+  event (paired the same way with the 1-output response's replay; the last pair made is
+  replayed 21 times at 1,000 events, 3 at 10,000 and 100,000, the lengths taking turns in 3
+  rounds so the machine's drift falls on all alike; the median), and the server's resident
   memory above its level before the replay (peak, sampled every 5 ms: bench/memory.py);
 - **tail replay**: `starting_after` = the last sequence number - 100: time to first byte, total,
   and the memory above before; it should not depend on the length at all.
@@ -96,29 +98,54 @@ def _per_event(long: dict[str, Any], short: dict[str, Any]) -> float | None:
     return (long["total_ms"] - short["total_ms"]) / extra if extra > 0 else None
 
 
-async def _length(base: str, pid: int, body: dict[str, Any], outputs: int, reps: int) -> dict[str, Any]:
-    """`reps` pairs (a 1-output response, then one of `outputs`) created and replayed in full, and
-    one replay from near the end; per event = the pair's difference / its difference in events."""
+async def _make(c: httpx.AsyncClient, body: dict[str, Any], outputs: int, reps: int) -> dict[str, Any]:
+    """`reps` pairs (a 1-output response, then one of `outputs`) created; per event = a pair's
+    difference / its difference in events. The last pair is the one replayed."""
     create: list[float] = []
-    replay: list[float] = []
-    async with httpx.AsyncClient(base_url=base, timeout=600) as c:
-        for _ in range(reps):
-            short = await _create(c, body, 1)
-            made = await _create(c, body, outputs)
-            create.append(_per_event(made, short) or math.nan)
-            short_replay = await _replay(c, pid, short["id"])
-            full = await _replay(c, pid, made["id"])
-            replay.append(_per_event(full, short_replay) or math.nan)
-        tail = await _replay(c, pid, made["id"], max(0, (full["last_seq"] or 0) - 100))
+    for _ in range(reps):
+        short = await _create(c, body, 1)
+        made = await _create(c, body, outputs)
+        create.append(_per_event(made, short) or math.nan)
     return {
         "events": made["events"],
         "create_ms_per_event": median(create),
-        "replay_ms_per_event": median(replay),
         "create": made,
-        "full": full,
-        "tail": tail,
+        "short": short,
         "reps": reps,
     }
+
+
+async def _replay_rounds(
+    c: httpx.AsyncClient, pid: int, made: dict[int, dict[str, Any]], rounds: int
+) -> None:
+    """Full replays of every length's pair, the lengths taking turns round after round (the
+    machine's speed drifts by tens of percent over minutes: measured one length after another,
+    the ratio of two lengths moved from 1.2 to 2.1 between three runs of the same commit).
+    Each round replays a length's pair 7 times at 1,000 events (where a pair's difference is
+    ~4 ms), once at 10,000 and 100,000."""
+    per_event: dict[int, list[float]] = {n: [] for n in made}
+    for _ in range(rounds):
+        for n, m in made.items():
+            for _ in range(max(1, min(7, 7_000 // n))):
+                short_replay = await _replay(c, pid, m["short"]["id"])
+                m["full"] = await _replay(c, pid, m["create"]["id"])
+                per_event[n].append(_per_event(m["full"], short_replay) or math.nan)
+    for n, m in made.items():
+        m["replay_ms_per_event"] = median(per_event[n])
+        m["replays"] = len(per_event[n])
+
+
+async def _lengths(base: str, pid: int, body: dict[str, Any], lengths: tuple[int, ...]) -> dict[int, Any]:
+    made: dict[int, dict[str, Any]] = {}
+    async with httpx.AsyncClient(base_url=base, timeout=600) as c:
+        warm = await _make(c, body, 50, 1)  # the first replay's caches
+        await _replay(c, pid, warm["create"]["id"])
+        for n in lengths:
+            made[n] = await _make(c, body, max(1, (n - 4) // 6), max(1, min(3, 100_000 // (n * 4))))
+        await _replay_rounds(c, pid, made, rounds=3)
+        for m in made.values():
+            m["tail"] = await _replay(c, pid, m["create"]["id"], max(0, (m["full"]["last_seq"] or 0) - 100))
+    return made
 
 
 def _flat(values: list[float | None]) -> float | None:
@@ -131,17 +158,13 @@ def run(session: Session, host: Host, sizes: Sizes, want: set[str]) -> dict[str,
     pid = session.pid
     out: dict[str, Any] = {"lengths": {}}
     body = {"background": True}
-    asyncio.run(_length(session.base_url, pid, body, 50, 1))  # warm: the first replay's caches
-    for n in sizes.long_events:
-        # More pairs where a pair's difference is small (at 1,000 events, ~10 ms on SQLite).
-        reps = max(1, min(3, 100_000 // (n * 4)))
-        r = asyncio.run(_length(session.base_url, pid, body, max(1, (n - 4) // 6), reps))
-        out["lengths"][n] = r
+    out["lengths"] = asyncio.run(_lengths(session.base_url, pid, body, sizes.long_events))
+    for n, r in out["lengths"].items():
         log(
             f"{host.key} long {n}: {r['events']} events, create {r['create_ms_per_event']:.4f} ms/event; "
             f"replay ttfb {r['full']['ttfb_ms']:.1f} ms, {r['replay_ms_per_event']:.4f} ms/event, "
             f"+{r['full']['rss_above_mb']:.1f} MB; tail ttfb {r['tail']['ttfb_ms']:.1f} ms, "
-            f"+{r['tail']['rss_above_mb']:.1f} MB ({reps} pairs)"
+            f"+{r['tail']['rss_above_mb']:.1f} MB ({r['reps']} pairs made, {r['replays']} replayed)"
         )
     lengths = out["lengths"]
     out["create_flatness"] = _flat([v["create_ms_per_event"] for v in lengths.values()])
