@@ -39,7 +39,18 @@ class StoreBase:
         """A reader connection; the database's unavailability raised as `DatabaseUnavailable`."""
         try:
             async with self.db.reader.connect() as conn:
-                yield conn
+                if not self.db.reads_outside_transactions:
+                    yield conn
+                else:
+                    # The driver's own switch, set back before the connection returns to the
+                    # pool: SQLAlchemy's isolation-level option would hand it back with an
+                    # explicit READ COMMITTED, no longer the server's default.
+                    dbapi: Any = (await conn.get_raw_connection()).dbapi_connection
+                    dbapi.autocommit = True
+                    try:
+                        yield conn
+                    finally:
+                        dbapi.autocommit = False
         except Exception as exc:
             unavailable = classify(exc)
             if unavailable is None:

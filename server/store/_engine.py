@@ -121,6 +121,15 @@ class Database:
     def connect_raw(self) -> Callable[[], Awaitable[Any]] | None:
         return self.pg.connect if self.pg is not None else None
 
+    @property
+    def reads_outside_transactions(self) -> bool:
+        """Whether a read may run without BEGIN and ROLLBACK around it (two round trips of its
+        three): on PostgreSQL where a connection keeps its own server session (no transaction
+        pooler, which needs a transaction to keep a client on one session). Reads are SELECTs
+        at READ COMMITTED, where each statement sees the database as of its own start with or
+        without a transaction around it."""
+        return self.pg is not None and self.pg.prepared_statements is True
+
     def failed(self, exc: DatabaseUnavailable, op: Op) -> None:
         """A store operation found the database unusable: health counts it (one log line per
         condition change); a prepared statement gone missing corrects the pooler decision."""
@@ -246,6 +255,24 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
     dialect = engine.sync_engine.dialect
     for name in ("setup_asyncpg_json_codec", "setup_asyncpg_jsonb_codec"):
         setattr(dialect, name, _no_codec)
+
+    # The pool pings a connection before lending it. The dialect pings inside a transaction
+    # (BEGIN, the ping, ROLLBACK: three round trips), so that a transaction pooler keeps one
+    # server session between the ping's messages; a connection that keeps its own session (no
+    # such pooler: `prepared_statements`) needs one round trip. Every read paid the other two.
+    transactional_ping = dialect.do_ping
+
+    def do_ping(dbapi_connection: Any) -> bool:
+        if connector.prepared_statements is not True:
+            return bool(transactional_ping(dbapi_connection))
+        was = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            return bool(transactional_ping(dbapi_connection))
+        finally:
+            dbapi_connection.autocommit = was
+
+    dialect.do_ping = do_ping  # type: ignore[method-assign]
     return engine
 
 

@@ -60,6 +60,54 @@ async def test_a_direct_connection_is_no_transaction_pooler(pg_url: str) -> None
         await store.close()
 
 
+async def _statements_of_the_pools_connection(url: str, work: object) -> list[str]:
+    """The plain statements (BEGIN, ROLLBACK, the pool's ping `;`; not the prepared queries)
+    the pool's one connection sent while `work` ran."""
+    store = Store.open(url, connection=ConnectionOptions(pool_size=1, pool_overflow=0, listen_url="off"))
+    await store.start()
+    try:
+        await store.get_response("resp_warm", None)  # the pool's connection exists
+        seen: list[str] = []
+        async with store.db.reader.connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None
+            raw.add_query_logger(lambda record: seen.append(record.query.strip().rstrip(";").upper()))
+        await work(store)  # type: ignore[operator]
+        return seen
+    finally:
+        await store.close()
+
+
+async def _two_reads(store: Store) -> None:
+    assert await store.get_response("resp_none", None) is None
+    assert await store.read_events("resp_none", -1) == []
+
+
+async def test_a_read_on_its_own_session_is_the_ping_and_the_query(pg_url: str) -> None:
+    """Where a connection keeps its server session, a read is one round trip for the pool's
+    ping and one for its statement: no BEGIN and ROLLBACK around either."""
+    assert await _statements_of_the_pools_connection(pg_url, _two_reads) == ["", ""]
+
+
+async def test_behind_a_transaction_pooler_reads_keep_their_transactions(pg_url: str) -> None:
+    """`prepared_statements=false` (a transaction pooler): the ping and each read run inside a
+    transaction, which keeps the client on one server session."""
+    seen = await _statements_of_the_pools_connection(pg_url + "?prepared_statements=false", _two_reads)
+    assert seen == ["BEGIN", "", "ROLLBACK", "BEGIN", "ROLLBACK"] * 2
+
+
+async def test_a_write_after_reads_still_commits_as_one_transaction(pg_url: str) -> None:
+    """A write on the connection the reads used (they left it out of a transaction only for
+    their own time): BEGIN ... COMMIT."""
+
+    async def read_then_write(store: Store) -> None:
+        await _two_reads(store)
+        assert await store.request_cancel("resp_none", "alice") is None
+
+    seen = await _statements_of_the_pools_connection(pg_url, read_then_write)
+    assert seen == ["", "", "", "BEGIN", "COMMIT"]  # the BEGIN as before: the server's default isolation
+
+
 def test_pool_sizes_come_from_the_settings() -> None:
     settings = StoreSettings.from_env(
         {"DURABLE_RESPONSES_PG_POOL_SIZE": "3", "DURABLE_RESPONSES_PG_POOL_OVERFLOW": "0"}
