@@ -102,6 +102,7 @@ class Relay:
         try:
             last = after
             check_store = True
+            asked_row = False
             while True:
                 if sub.clear():
                     check_store = True
@@ -122,22 +123,38 @@ class Relay:
                 if self._registry.stream_should_end(response_id):
                     return  # shutting down: the client resumes elsewhere with Last-Event-ID
                 local = self._registry.get(response_id) is not None
+                if not local and not asked_row:
+                    # Nothing after `after` yet, and no run here: a reconnect after the end of a
+                    # finished response ends now, not when the timer below first fires.
+                    asked_row = True
+                    tail = await self._finished(response_id, last)
+                    if tail is not None:
+                        if tail:
+                            yield _frames(tail)
+                        return
                 # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
                 fallback = REMOTE_SAFETY_NET if store.cross_process_wakeups else self._remote_poll
                 woke = await sub.wait(None if local else fallback)
                 check_store = not woke
                 if not woke and not local:
-                    row = await store.get_response(response_id, None)
-                    if row is None:
-                        return  # deleted
-                    if row.status in TERMINAL_STATUSES and row.lease_owner is None:
-                        # Terminal: one last read catches the terminal event if it was missed.
-                        tail = await store.read_events(response_id, last, limit=READ_BATCH)
+                    tail = await self._finished(response_id, last)
+                    if tail is not None:
                         if tail:
                             yield _frames(tail)
                         return
         finally:
             sub.close()
+
+    async def _finished(self, response_id: str, last: int) -> list[EventRow] | None:
+        """None while the response may still make events; once it is gone or finished (terminal,
+        no lease), its events after `last` (one last read catches a terminal event that was
+        missed), possibly none."""
+        row = await self._store.get_response(response_id, None)
+        if row is None:
+            return []  # deleted
+        if row.status in TERMINAL_STATUSES and row.lease_owner is None:
+            return await self._store.read_events(response_id, last, limit=READ_BATCH)
+        return None
 
     async def memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
         """A `store=false` response's events, from memory, until the terminal event."""

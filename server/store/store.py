@@ -340,6 +340,9 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         of a 100,000-event response, and a full replay that grows with the square of its length.
         Custom plans are what a connection runs for a statement's first five executions, and
         always behind a transaction pooler (no prepared statement is kept)."""
+        if after_seq >= _SEQ_MAX:
+            return []  # (a client's `starting_after` beyond any number the column holds)
+        after_seq = max(after_seq, -1)
         c = t.events.c
         upper = min(after_seq + limit, _SEQ_MAX)
         q = (

@@ -128,6 +128,27 @@ def test_create_modes_and_replay(shared_server: InProcessServer) -> None:
     assert all(f.event == f.json["type"] for f in post_frames)
 
 
+def test_a_replay_with_nothing_after_its_start_ends_at_once(shared_servers: Any) -> None:
+    """A reconnect to a finished response after its terminal event (or after a number beyond
+    what any event has) gets an empty stream at once: not after the relay's timer for responses
+    run elsewhere (a minute here on SQLite, 5 s on PostgreSQL), and not an error."""
+    server = shared_servers(env={"DURABLE_RESPONSES_REMOTE_POLL_SECONDS": "60"})
+    with httpx.Client(base_url=server.base_url, timeout=30) as c:
+        rid = c.post("/responses", json={"model": "echo", "input": "one two", "background": True}).json()[
+            "id"
+        ]
+        assert wait_status(server, rid)["status"] == "completed"
+        last = int(sse_get(server.base_url, f"/responses/{rid}", params={"stream": "true"})[-1].id or -1)
+        for after in (last, 10**12):
+            # A stream that waited for the timer would outlast this read timeout.
+            with c.stream(
+                "GET", f"/responses/{rid}", params={"stream": "true", "starting_after": str(after)}, timeout=3
+            ) as r:
+                assert r.status_code == 200
+                body = r.read().decode()
+            assert "event:" not in body and "data:" not in body
+
+
 def test_v1_prefix_health_and_delete(shared_server: InProcessServer) -> None:
     server = shared_server
     v1 = openai.OpenAI(base_url=server.base_url + "/v1", api_key="test-key", max_retries=0, timeout=60)

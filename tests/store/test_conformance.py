@@ -218,6 +218,11 @@ async def test_submit_commits_events_in_order(store: Store) -> None:
     assert [r.seq for r in await store.read_events("resp_1", 20)] == list(range(21, 31))
     assert [r.seq for r in await store.read_events("resp_1", 5, limit=4)] == [6, 7, 8, 9]
     assert await store.read_events("resp_1", 30) == []
+    # A page is also a range of numbers: its ends, and numbers no event can have.
+    assert [r.seq for r in await store.read_events("resp_1", -5, limit=3)] == [0, 1, 2]
+    assert [r.seq for r in await store.read_events("resp_1", 27, limit=100)] == [28, 29, 30]
+    assert await store.read_events("resp_1", 2**31 - 1) == []
+    assert await store.read_events("resp_1", 10**15) == []
     assert await store.max_event_seq("resp_1") == 30
 
 
