@@ -102,7 +102,9 @@ class Relay:
         try:
             last = after
             check_store = True
-            asked_row = False
+            # Ask for the row when nothing is left to send: at once (a reconnect after the end of
+            # a finished response ends now), then each time the timer fires.
+            ask_row = True
             while True:
                 if sub.clear():
                     check_store = True
@@ -123,10 +125,7 @@ class Relay:
                 if self._registry.stream_should_end(response_id):
                     return  # shutting down: the client resumes elsewhere with Last-Event-ID
                 local = self._registry.get(response_id) is not None
-                if not local and not asked_row:
-                    # Nothing after `after` yet, and no run here: a reconnect after the end of a
-                    # finished response ends now, not when the timer below first fires.
-                    asked_row = True
+                if not local and ask_row:
                     tail = await self._finished(response_id, last)
                     if tail is not None:
                         if tail:
@@ -135,13 +134,7 @@ class Relay:
                 # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
                 fallback = REMOTE_SAFETY_NET if store.cross_process_wakeups else self._remote_poll
                 woke = await sub.wait(None if local else fallback)
-                check_store = not woke
-                if not woke and not local:
-                    tail = await self._finished(response_id, last)
-                    if tail is not None:
-                        if tail:
-                            yield _frames(tail)
-                        return
+                check_store = ask_row = not woke
         finally:
             sub.close()
 

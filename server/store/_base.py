@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..observability import metrics
-from ._engine import Database
+from ._engine import Database, outside_transaction
 from ._plan import plan
 from .errors import LeaseLost, classify
 from .health import Op
@@ -39,18 +39,11 @@ class StoreBase:
         """A reader connection; the database's unavailability raised as `DatabaseUnavailable`."""
         try:
             async with self.db.reader.connect() as conn:
-                if not self.db.reads_outside_transactions:
-                    yield conn
-                else:
-                    # The driver's own switch, set back before the connection returns to the
-                    # pool: SQLAlchemy's isolation-level option would hand it back with an
-                    # explicit READ COMMITTED, no longer the server's default.
-                    dbapi: Any = (await conn.get_raw_connection()).dbapi_connection
-                    dbapi.autocommit = True
-                    try:
+                if self.db.reads_outside_transactions:
+                    with outside_transaction((await conn.get_raw_connection()).dbapi_connection):
                         yield conn
-                    finally:
-                        dbapi.autocommit = False
+                else:
+                    yield conn
         except Exception as exc:
             unavailable = classify(exc)
             if unavailable is None:

@@ -9,11 +9,12 @@ tokens, prepared statements decided in one place: `_pg_connect`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,15 +266,25 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
     def do_ping(dbapi_connection: Any) -> bool:
         if connector.prepared_statements is not True:
             return bool(transactional_ping(dbapi_connection))
-        was = dbapi_connection.autocommit
-        dbapi_connection.autocommit = True
-        try:
+        with outside_transaction(dbapi_connection):
             return bool(transactional_ping(dbapi_connection))
-        finally:
-            dbapi_connection.autocommit = was
 
     dialect.do_ping = do_ping  # type: ignore[method-assign]
     return engine
+
+
+@contextlib.contextmanager
+def outside_transaction(dbapi_connection: Any) -> Iterator[None]:
+    """Statements on `dbapi_connection` (SQLAlchemy's asyncpg adapter) without BEGIN and ROLLBACK
+    around them, its own autocommit switch set back at the end: SQLAlchemy's isolation-level
+    option would hand the connection back to the pool with an explicit READ COMMITTED, no
+    longer the server's default."""
+    was = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        yield
+    finally:
+        dbapi_connection.autocommit = was
 
 
 async def _no_codec(_conn: Any) -> None:

@@ -210,14 +210,13 @@ def pack(values: Sequence[Any], cast: str) -> str | None:
     if not values:
         return ""
     nulls = values.count(None)
+    texts: Sequence[Any]
     if cast == "text[]":
-        texts: Sequence[Any] = values
+        texts = [PACK_NULL if v is None else v for v in values] if nulls else values
     elif cast in _INTEGERS and not nulls:
         texts = [str(v) for v in values]
     else:
-        texts = [None if v is None else _pg_text(v) for v in values]
-    if nulls:
-        texts = [PACK_NULL if v is None else v for v in texts]
+        texts = [PACK_NULL if v is None else _pg_text(v) for v in values]
     try:
         joined = PACK_SEP + PACK_SEP.join(texts)
     except TypeError:

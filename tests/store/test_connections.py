@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import pytest
 from sqlalchemy import text
@@ -60,7 +61,9 @@ async def test_a_direct_connection_is_no_transaction_pooler(pg_url: str) -> None
         await store.close()
 
 
-async def _statements_of_the_pools_connection(url: str, work: object) -> list[str]:
+async def _statements_of_the_pools_connection(
+    url: str, work: Callable[[Store], Awaitable[None]]
+) -> list[str]:
     """The plain statements (BEGIN, ROLLBACK, the pool's ping `;`; not the prepared queries)
     the pool's one connection sent while `work` ran."""
     store = Store.open(url, connection=ConnectionOptions(pool_size=1, pool_overflow=0, listen_url="off"))
@@ -72,7 +75,7 @@ async def _statements_of_the_pools_connection(url: str, work: object) -> list[st
             raw = (await conn.get_raw_connection()).driver_connection
             assert raw is not None
             raw.add_query_logger(lambda record: seen.append(record.query.strip().rstrip(";").upper()))
-        await work(store)  # type: ignore[operator]
+        await work(store)
         return seen
     finally:
         await store.close()
