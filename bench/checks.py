@@ -203,7 +203,11 @@ def _long(t: Host, results: dict[str, dict[str, Any]]) -> list[str]:
     if not r or "skipped" in r:
         return []
     out = []
-    for key, what in (("create_flatness", "creating it"), ("replay_flatness", "a full replay")):
+    for key, what in (
+        ("create_flatness", "creating it"),
+        ("replay_flatness", "a full replay"),
+        ("replay_cpu_flatness", "a full replay, the server's CPU"),
+    ):
         f = num(r.get(key))
         out.append(
             f"{_mark(None if f is None else f <= 1.2)} {t.label}: {what}: cost per event flat within 20% "

@@ -220,6 +220,20 @@ def rows(sizes: Sizes) -> list[Row]:
             "{:.2f}",
         ),
         Row(
+            "long response: full replay, server CPU per event (with its database backends), us",
+            "low",
+            length_value("replay_cpu_us_per_event"),
+            "{:.2f}",
+            since=17,
+        ),
+        Row(
+            f"long response: full replay, server CPU per event, slowest / fastest of {lens}",
+            "low",
+            _dig("long", "replay_cpu_flatness"),
+            "{:.2f}",
+            since=17,
+        ),
+        Row(
             "long response: full replay, server memory above before, MB",
             "low",
             length("full", "rss_above_mb"),

@@ -53,6 +53,18 @@ class StoreBase:
             raise unavailable from exc
         self.db.health.succeeded(Op.READ)
 
+    async def _driver_fetch(self, query: str, *args: Any) -> list[Any]:
+        """`query` (PostgreSQL's text, `$n` parameters) on a reader connection's own driver
+        connection (asyncpg), outside a transaction: its records as the driver makes them.
+        Only where `reads_outside_transactions`. For a page of 2,000 events SQLAlchemy's
+        statement and result handling cost 4x the driver's fetch (server CPU, measured: 1.86 vs
+        0.43 us per row and 365 vs 52 us per page): most of a replay's CPU."""
+        assert self.db.reads_outside_transactions
+        async with self._read() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            return list(await driver.fetch(query, *args))
+
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
         """A transaction on the writer, committed at the end; errors as in `_read`."""

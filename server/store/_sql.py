@@ -104,7 +104,8 @@ def _spec(
     extra: frozenset[str] = frozenset(),
 ) -> RowSpec:
     columns = tuple(c.name for c in _insert_columns(table))
-    names = {f.name for f in fields(record)} - extra
+    names = set(getattr(record, "_fields", ())) or {f.name for f in fields(record)}
+    names -= extra
     keyed = "response_id" in columns and "response_id" not in names
     value_columns = tuple(c for c in columns if not (keyed and c == "response_id"))
     if set(value_columns) != names:
@@ -122,6 +123,19 @@ EVENTS = _spec(t.events, EventRow, over="events")
 ITEMS = _spec(t.output_items, OutputItemRow, over="items")
 CHECKPOINTS = _spec(t.checkpoints, CheckpointRow, over="checkpoint", many=False, extra=frozenset({"seq"}))
 PENDING = _spec(t.pending_requests, PendingRequestRow, over="pending")
+
+# -- reads -------------------------------------------------------------------------------------
+
+if EVENTS.value_columns != EventRow._fields:
+    raise TypeError(f"events' columns {EVENTS.value_columns} are not EventRow's fields {EventRow._fields}")
+_E = t.events.c
+# A page of a response's events on PostgreSQL, for the driver itself (`Store.read_events`): the
+# record of each row is an `EventRow`'s fields in order.
+READ_EVENTS_PG = (
+    f"SELECT {', '.join(EVENTS.value_columns)} FROM {t.events.name} "
+    f"WHERE {_E.response_id.name} = $1 AND {_E.seq.name} > $2 AND {_E.seq.name} <= $3 "
+    f"ORDER BY {_E.seq.name} LIMIT $4"
+)
 
 # A response's end sets these columns of its row (and clears its lease).
 FINISH_COLUMNS = tuple(f.name for f in fields(Finish))

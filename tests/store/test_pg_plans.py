@@ -15,9 +15,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from sqlalchemy import event, text
 
-from server.store import Store, Write
+from server.store import ConnectionOptions, Store, Write
 
 from .helpers import events, owned
 
@@ -32,8 +33,14 @@ def _scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _scans(child)
 
 
-async def test_a_page_of_a_long_response_reads_only_its_own_rows_under_a_custom_plan(pg_url: str) -> None:
-    store = Store.open(pg_url)
+# Directly, the read goes through the driver itself (`_sql.READ_EVENTS_PG`); behind a
+# transaction pooler, through SQLAlchemy's statement.
+@pytest.mark.parametrize("query", ["", "?prepared_statements=false"], ids=["driver", "sqlalchemy"])
+async def test_a_page_of_a_long_response_reads_only_its_own_rows_under_a_custom_plan(
+    pg_url: str, query: str
+) -> None:
+    # One reader connection: the driver's query logger on it sees the driver's own reads.
+    store = Store.open(pg_url + query, connection=ConnectionOptions(pool_size=1, pool_overflow=0))
     await store.start()
     captured: list[tuple[str, Any]] = []
 
@@ -43,12 +50,20 @@ async def test_a_page_of_a_long_response_reads_only_its_own_rows_under_a_custom_
         if "FROM events" in statement:
             captured.append((statement, parameters))
 
+    def log(record: Any) -> None:
+        capture(None, None, record.query, record.args, None, False)
+
     try:
         await store.insert_response(owned(LONG, "p1"), [], events(0, 1))
         await store.submit(Write(LONG, "p1", events=events(1, 6000)))
+        async with store.db.reader.connect() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None
+        driver.add_query_logger(log)
         event.listen(store.db.reader.sync_engine, "before_cursor_execute", capture)
         page = await store.read_events(LONG, 3000, limit=PAGE)
         event.remove(store.db.reader.sync_engine, "before_cursor_execute", capture)
+        driver.remove_query_logger(log)
         assert [e.seq for e in page] == list(range(3001, 3001 + PAGE))
 
         ((statement, parameters),) = captured
