@@ -131,6 +131,14 @@ class Database:
         without a transaction around it."""
         return self.pg is not None and self.pg.prepared_statements is True
 
+    @property
+    def driver_reads(self) -> bool:
+        """Whether a single-statement read may bypass SQLAlchemy for the driver's own
+        connection (`StoreBase._driver_fetch`): on SQLite (a lone SELECT is its own
+        transaction), and on PostgreSQL where reads run outside a transaction (a transaction
+        pooler's client needs BEGIN and ROLLBACK around it, which SQLAlchemy issues)."""
+        return self.dialect == SQLITE or self.reads_outside_transactions
+
     def failed(self, exc: DatabaseUnavailable, op: Op) -> None:
         """A store operation found the database unusable: health counts it (one log line per
         condition change); a prepared statement gone missing corrects the pooler decision."""

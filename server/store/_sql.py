@@ -129,13 +129,21 @@ PENDING = _spec(t.pending_requests, PendingRequestRow, over="pending")
 if EVENTS.value_columns != EventRow._fields:
     raise TypeError(f"events' columns {EVENTS.value_columns} are not EventRow's fields {EventRow._fields}")
 _E = t.events.c
-# A page of a response's events on PostgreSQL, for the driver itself (`Store.read_events`): the
-# record of each row is an `EventRow`'s fields in order.
-READ_EVENTS_PG = (
-    f"SELECT {', '.join(EVENTS.value_columns)} FROM {t.events.name} "
-    f"WHERE {_E.response_id.name} = $1 AND {_E.seq.name} > $2 AND {_E.seq.name} <= $3 "
-    f"ORDER BY {_E.seq.name} LIMIT $4"
-)
+
+
+def _read_events(marks: tuple[str, str, str, str]) -> str:
+    return (
+        f"SELECT {', '.join(EVENTS.value_columns)} FROM {t.events.name} "
+        f"WHERE {_E.response_id.name} = {marks[0]} AND {_E.seq.name} > {marks[1]} "
+        f"AND {_E.seq.name} <= {marks[2]} ORDER BY {_E.seq.name} LIMIT {marks[3]}"
+    )
+
+
+# A page of a response's events, for the driver itself (`Store.read_events`): the parameters are
+# (response id, after, up to, limit), each row an `EventRow`'s fields in order.
+READ_EVENTS_PG = _read_events(("$1", "$2", "$3", "$4"))
+READ_EVENTS_SQLITE = _read_events(("?", "?", "?", "?"))
+
 
 # A response's end sets these columns of its row (and clears its lease).
 FINISH_COLUMNS = tuple(f.name for f in fields(Finish))

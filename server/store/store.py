@@ -360,8 +360,10 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
             return []  # (a client's `starting_after` beyond any number the column holds)
         after_seq = max(after_seq, -1)
         upper = min(after_seq + limit, _SEQ_MAX)
-        if self.db.reads_outside_transactions:
-            records = await self._driver_fetch(_sql.READ_EVENTS_PG, response_id, after_seq, upper, limit)
+        if self.db.driver_reads:
+            records = await self._driver_fetch(
+                _sql.READ_EVENTS_PG, _sql.READ_EVENTS_SQLITE, response_id, after_seq, upper, limit
+            )
             return list(map(EventRow._make, records))
         args = {"rid": response_id, "after": after_seq, "upper": upper, "limit": limit}
         async with self._read() as conn:
