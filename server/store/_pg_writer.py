@@ -97,7 +97,9 @@ class PgWriter(Writer):
                 await self._fetch(_CREATE, _creation_arguments(writes, inputs_as_json=False))
             return set()
         if kind is WriteKind.END:
-            # One statement each; several share a transaction. A fenced-off end returns no row.
+            # One statement each; several share a transaction, in id order (the order a lease
+            # renewal locks rows in: no deadlock). A fenced-off end returns no row.
+            writes = sorted(writes, key=lambda w: w.response_id)
             results = await self._fetch_many([(_END, _end_arguments(w)) for w in writes])
             return {_key(w) for w, rows in zip(writes, results, strict=True) if not rows}
         await self._general(writes)

@@ -244,7 +244,9 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
                 fence.status = w.status
             if w.usage is not None:
                 fence.usage = w.usage
-    return list(by_key.values())
+    # In id order: the order every transaction of ours locks response rows in (a renewal, a
+    # batch of ends), so two of them cannot deadlock on each other.
+    return sorted(by_key.values(), key=lambda f: f.response_id)
 
 
 def creation_rows(

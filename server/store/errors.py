@@ -266,6 +266,20 @@ def classify(exc: BaseException) -> DatabaseUnavailable | None:
     return None
 
 
+# Transactions PostgreSQL aborted to let a concurrent one go on: worth running again at once.
+_CONCURRENCY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, serialization failure
+
+
+def lost_to_concurrency(exc: BaseException) -> bool:
+    """Whether `exc` (or what it wraps) is PostgreSQL aborting the transaction in favour of a
+    concurrent one (a deadlock, a serialization failure): nothing is wrong, run it again."""
+    for e in _chain(exc):
+        state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
+        if state in _CONCURRENCY_SQLSTATES:
+            return True
+    return False
+
+
 def translate(exc: BaseException) -> BaseException:
     """`classify(exc)`, or `exc` itself when it is not about the database's availability."""
     return classify(exc) or exc
