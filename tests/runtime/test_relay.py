@@ -1,0 +1,37 @@
+"""The relay's reads of a stored response (both dialects): every event once, in order, across
+pages that grow as a backlog is read (`READ_BATCH` doubling up to `READ_BATCH_MAX`)."""
+
+from __future__ import annotations
+
+import re
+
+from server.runtime.registry import RunRegistry
+from server.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
+from server.store import Store, Write
+from tests.store.helpers import event, events, owned
+
+_ID = re.compile(rb"\nid: (\d+)\n")
+# Past the first page, two grown pages and some of the largest: every page size is crossed.
+N = READ_BATCH * 3 + READ_BATCH_MAX + 123
+
+
+async def _finished_response(store: Store, rid: str) -> None:
+    await store.insert_response(owned(rid, "p1"), [], events(0, 1))
+    body = events(1, N - 1)
+    for i in range(0, len(body), 5000):
+        await store.submit(Write(rid, "p1", events=body[i : i + 5000]))
+    await store.submit(Write(rid, "p1", events=[event(N - 1, "response.completed")]))
+
+
+async def _replay(store: Store, rid: str, after: int) -> list[int]:
+    relay = Relay(store, RunRegistry(), remote_poll_seconds=30)
+    chunks = [chunk async for chunk in relay.committed(rid, after)]
+    return [int(m) for chunk in chunks for m in _ID.findall(b"\n" + chunk)]
+
+
+async def test_a_long_replay_sends_every_event_once_in_order(store: Store) -> None:
+    rid = "resp_relay_pages"
+    await _finished_response(store, rid)
+    assert await _replay(store, rid, -1) == list(range(N))
+    start = READ_BATCH + 7  # from the middle: the pages start there
+    assert await _replay(store, rid, start) == list(range(start + 1, N))
