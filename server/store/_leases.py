@@ -120,7 +120,7 @@ class Leases(StoreBase):
             return set()
         for attempt in range(_RENEW_ATTEMPTS):
             try:
-                return await self._renew(owner, sorted(set(response_ids)))
+                return await self._renew(owner, list(response_ids))
             except Exception as exc:
                 if attempt + 1 == _RENEW_ATTEMPTS or not lost_to_concurrency(exc):
                     raise

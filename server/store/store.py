@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, literal, select, text, union_all, update
+from sqlalchemy import and_, delete, func, literal, select, text, union_all, update
 
 from . import _pg_listen, _sql
 from . import _tables as t
@@ -55,22 +55,10 @@ log = logging.getLogger("durable_responses.store")
 
 # The largest event sequence number the column holds (a 32-bit integer): a page's upper bound.
 _SEQ_MAX = 2**31 - 1
-# A page of a response's events (`read_events`), built once: a relay reads one for every 2,000
-# events it sends, and building it per call (SQLAlchemy's argument coercions and a fresh cache
-# key) was a fifth of a page's fixed cost.
-_EV = t.events.c
-_READ_EVENTS = (
-    select(_EV.seq, _EV.type, _EV.data)
-    .where(
-        and_(
-            _EV.response_id == bindparam("rid"),
-            _EV.seq > bindparam("after"),
-            _EV.seq <= bindparam("upper"),
-        )
-    )
-    .order_by(_EV.seq)
-    .limit(bindparam("limit"))
-)
+# A page of a response's events through SQLAlchemy (`read_events` behind a transaction pooler),
+# built once: building a select per call (argument coercions, a fresh cache key) was a fifth of
+# a page's fixed cost.
+_READ_EVENTS = text(_sql.READ_EVENTS_NAMED)
 
 
 class Store(Leases, Checkpoints, RequestsAndConversations):
