@@ -112,10 +112,11 @@ class Leases(StoreBase):
         """Extend the leases this owner still holds; returns the ids still owned.
 
         The rows are locked in id order (PostgreSQL), the order the outbox's commits lock them
-        in too (`_plan.fences`, a batch of ends): two transactions taking the same rows in
-        different orders deadlock, and PostgreSQL aborts one after a second (seen in a
-        benchmark: this renewal against a batch of ends). Aborted all the same (a superstep's
-        fence joins its rows in the plan's order), the renewal runs again."""
+        in too (`_plan.fences`, a batch of ends, a batch of superstep writes): two transactions
+        taking the same rows in different orders deadlock, and PostgreSQL aborts one after a
+        second (seen in benchmarks: this renewal against a batch of ends, and against a batch
+        of superstep writes). Aborted all the same (by a transaction of another kind), the
+        renewal runs again."""
         if not response_ids:
             return set()
         for attempt in range(_RENEW_ATTEMPTS):

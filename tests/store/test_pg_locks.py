@@ -1,16 +1,21 @@
 """How the store's transactions share response rows on PostgreSQL (the machine's server,
-directly): a lease renewal that PostgreSQL aborts to break a deadlock runs again instead of
-failing (the lease keeper logged it as an error, with a traceback)."""
+directly): every transaction that takes several response rows takes them in id order (two that
+take the same rows in different orders deadlock, and PostgreSQL breaks that only after its
+`deadlock_timeout`, a second in which the writes wait), and a lease renewal that PostgreSQL
+aborts to break a deadlock all the same runs again instead of failing (the lease keeper logged
+it as an error, with a traceback)."""
 
 from __future__ import annotations
 
 import asyncio
 
+import asyncpg
+import pytest
 from sqlalchemy import text
 
-from server.store import Store
+from server.store import Store, Write
 
-from .helpers import owned
+from .helpers import events, owned
 
 A, B = "resp_lock_a", "resp_lock_b"
 
@@ -52,4 +57,40 @@ async def test_a_renewal_aborted_for_a_deadlock_runs_again(pg_url: str) -> None:
     finally:
         async with store.db.writer.begin() as conn:
             await conn.execute(text("DELETE FROM responses WHERE id IN (:a, :b)"), {"a": A, "b": B})
+        await store.close()
+
+
+async def test_a_batch_of_superstep_writes_locks_its_rows_in_id_order(pg_url: str) -> None:
+    """While the batch waits for B (held by another transaction), it already holds A: it took
+    the smaller id first, whatever order its join visits the rows in (B is the table's first
+    row here, so a scan in the table's order meets B first)."""
+    store = Store.open(pg_url)
+    await store.start()
+    try:
+        for rid in (B, A):
+            await store.insert_response(owned(rid, "p1"), [], [])
+        async with store.db.writer.connect() as other, store.db.writer.connect() as probe:
+            x = (await other.get_raw_connection()).driver_connection
+            y = (await probe.get_raw_connection()).driver_connection
+            assert x is not None and y is not None
+            tx = x.transaction()
+            await tx.start()
+            try:
+                await x.execute("UPDATE responses SET usage = usage WHERE id = $1", B)
+                # One batch: both are queued before the outbox's writer takes any.
+                writes = [store.submit(Write(rid, "p1", events=events(1, 3))) for rid in (B, A)]
+                await asyncio.sleep(0.5)  # the batch's statement runs, and waits for B
+                assert not any(w.done() for w in writes)
+                with pytest.raises(asyncpg.LockNotAvailableError):
+                    await y.execute("SELECT id FROM responses WHERE id = $1 FOR UPDATE NOWAIT", A)
+            finally:
+                await tx.commit()  # lets the batch go on, whatever the check found
+        await asyncio.wait_for(asyncio.gather(*writes), 10)
+        for rid in (A, B):
+            assert [e.seq for e in await store.read_events(rid, 0)] == [1, 2]
+    finally:
+        async with store.db.writer.begin() as conn:
+            for table in ("events", "responses"):
+                key = "response_id" if table == "events" else "id"
+                await conn.execute(text(f"DELETE FROM {table} WHERE {key} IN (:a, :b)"), {"a": A, "b": B})
         await store.close()
