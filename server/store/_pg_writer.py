@@ -2,9 +2,10 @@
 
 Invariants:
 - A write commits only while its owner holds the response's lease, and commits whole: the
-  lease fence (an UPDATE of the response row) and every row of the write are one statement,
-  whose data-modifying CTEs share one transaction; rows are inserted only for the (response,
-  owner) pairs the fence matched. A write fenced off commits nothing, its neighbours commit,
+  lease fence (the response row locked where its owner holds it, in id order, and updated
+  only when the write changes it) and every row of the write are one statement, whose
+  data-modifying CTEs share one transaction; rows are inserted only for the (response, owner)
+  pairs the fence matched. A write fenced off commits nothing, its neighbours commit,
   and the caller fails it with `LeaseLost` (as the general path would).
 - Any error (a duplicate event, a lost connection) rolls the whole statement back; the caller
   then retries each write alone on the general path.
