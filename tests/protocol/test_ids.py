@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -12,6 +13,21 @@ def test_new_response_id() -> None:
     assert re.fullmatch(r"resp_[0-9a-f]{48}", a)
     assert a != b
     assert ids.is_valid_response_id(a)
+
+
+def test_new_response_ids_sort_by_creation_time() -> None:
+    """Time first (milliseconds, 12 hex characters), so responses made together are neighbours
+    in the indexes keyed by response id; 144 random bits after it keep ids of the same
+    millisecond apart and unguessable."""
+    before = time.time_ns() // 1_000_000
+    a = ids.new_response_id()
+    time.sleep(0.003)
+    b = ids.new_response_id()
+    after = time.time_ns() // 1_000_000
+    assert a < b
+    assert before <= int(a[5:17], 16) <= int(b[5:17], 16) <= after
+    same_ms = {ids.new_response_id()[17:] for _ in range(1000)}
+    assert len(same_ms) == 1000
 
 
 @pytest.mark.parametrize("value", ["resp_1", "caresp_abc-DEF_9", "resp_" + "a" * 100, "caresp_" + "z" * 100])
