@@ -4,7 +4,8 @@ Order and why:
 - The burst of the plain existing host, ours and the framework floor runs first, all of them
   serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
   interleaved the same way (bench/scenarios/steps.py `paired`), and the live streams' CPU per token
-  of the floor, the plain-HTTP reference and ours (bench/scenarios/live.py `paired`).
+  of the floor, the plain-HTTP reference, the plain existing host and ours (bench/scenarios/live.py
+  `paired`).
 - Then each column alone, in the table's order except that the resilient existing host runs last:
   in runs where it ran second, whichever configuration followed it was up to 2x slower for a while
   (its first-event and per-superstep figures), though no process of it was left and the disk was
@@ -110,12 +111,13 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
     paired_steps: dict[str, Any] = {}
     if "countdown" in want and {h.kind for h in with_floor} == {"ours", "floor"}:
         paired_steps = _interleaved(steps.paired, with_floor, sizes, "countdown", "pairs alternating")
-    # CPU per token at live_cpu_n streams: the floor, the plain-HTTP reference and ours, interleaved.
-    # (Not the `--workers 2` column: a check of its own, against one process's N.)
+    # CPU per token at live_cpu_n streams: the floor, the plain-HTTP reference, the plain existing
+    # host and ours, interleaved. (Not the `--workers 2` column: a check of its own, against one
+    # process's N. Not the resilient existing host: its steps take several times as long.)
     with_live = [
         h
         for h in hosts
-        if h.kind in ("ours", "floor", "reference")
+        if (h.kind in ("ours", "floor", "reference") or h.key == "existing-plain")
         and h.skip("capacity") is None
         and not (h.kind == "ours" and h.only is not None)
     ]
