@@ -136,6 +136,16 @@ def _cpu(results: dict[str, dict[str, Any]], column: str, key: str) -> float | N
     return num((results.get(column, {}).get(key) or {}).get("cpu_per_1000_tokens_ms"))
 
 
+def _cpu_key(results: dict[str, dict[str, Any]], a: str, b: str) -> str:
+    """`capacity_interleaved` when the run has that figure for both columns (drift-proof: they
+    served at once), else `capacity` (each as measured alone)."""
+    both = (
+        _cpu(results, a, "capacity_interleaved") is not None
+        and _cpu(results, b, "capacity_interleaved") is not None
+    )
+    return "capacity_interleaved" if both else "capacity"
+
+
 def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes) -> list[str]:
     """Live streams: CPU per token within 1.25x the floor's and at most 0.5x either existing
     host's; the largest N at least 0.8x the floor's; `--workers 2` at least 1.6x one process's N."""
@@ -144,11 +154,8 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
         return []
     out = []
     k = sizes.live_cpu_n
-    # The interleaved figures when the run has them for this column and the floor (drift-proof),
-    # else the per-column ones (the `--workers 2` column is not interleaved).
-    key = "capacity_interleaved"
-    if _cpu(results, FLOOR, key) is None or _cpu(results, t.key, key) is None:
-        key = "capacity"
+    # (The `--workers 2` column is not interleaved: its figures are the ones alone.)
+    key = _cpu_key(results, t.key, FLOOR)
     cpu, fcpu = _cpu(results, t.key, key), _cpu(results, FLOOR, key)
     m = cpu / fcpu if cpu and fcpu else None
     out.append(
@@ -164,17 +171,13 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
             f"{fmt_ratio(cpu / plain_http if cpu else None)} the reference's ({fmt(cpu, '{:.0f}')} vs "
             f"{fmt(plain_http, '{:.0f}')} ms per 1,000)"
         )
-    # Against an existing host: the interleaved figures when the run has them for both (the plain
-    # one joins the interleaved steps; measured alone, minutes apart, its figure moved from 476 to
-    # 572 ms per 1,000 tokens between two runs of the same code), else both as measured alone.
+    # Against an existing host as against the floor (the plain one joins the interleaved steps:
+    # measured alone, minutes apart, its figure moved from 476 to 572 ms per 1,000 tokens between
+    # two runs of the same code; the resilient one runs alone).
     for other, name in (("existing-plain", "plain"), ("existing-resilient", "resilient")):
-        ours_x, theirs = (
-            _cpu(results, t.key, "capacity_interleaved"),
-            _cpu(results, other, "capacity_interleaved"),
-        )
-        how = "interleaved"
-        if ours_x is None or theirs is None:
-            ours_x, theirs, how = _cpu(results, t.key, "capacity"), _cpu(results, other, "capacity"), "alone"
+        pair = _cpu_key(results, t.key, other)
+        ours_x, theirs = _cpu(results, t.key, pair), _cpu(results, other, pair)
+        how = "interleaved" if pair == "capacity_interleaved" else "alone"
         x = ours_x / theirs if ours_x and theirs else None
         out.append(
             f"{_mark(None if x is None else x <= 0.5)} {t.label}: CPU per token at most 0.5{TIMES} the "

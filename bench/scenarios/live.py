@@ -149,8 +149,8 @@ async def _interleaved(sessions: dict[str, Session], sizes: Sizes) -> dict[str, 
 
 def paired(hosts: list[Host], sizes: Sizes) -> dict[str, Any]:
     """CPU per token at `live_cpu_n` streams of the floor, the plain-HTTP reference, the plain
-    existing host and ours, every column serving at once, one step at a time in balanced orders (`live_interleaved_steps` each,
-    medians): issue 17 bounds ours against the floor, and measured column after column, minutes
+    existing host and ours, every column serving at once, one step at a time in balanced orders
+    (`live_interleaved_steps` each, medians): issue 17 bounds ours against the floor, and measured column after column, minutes
     apart, the ratio moved with the machine's drift (the floor's own figure went from 148 to 232
     ms per 1,000 tokens between two runs of the same code)."""
     with ExitStack() as stack:

@@ -16,8 +16,8 @@ each length:
   response's replay; 35 replays at 1,000 events, 5 at 10,000 and 100,000, the lengths taking
   turns in 5 rounds so the machine's drift falls on all alike, and no response replayed twice
   in a row (the median; with 3 rounds, the median of three replays at 10,000 moved the
-  flatness from 1.03 to 1.50 between runs of the same code on a noisy VM); and the server's resident memory above its level before the replay
-  (peak, sampled every 5 ms: bench/memory.py);
+  flatness from 1.03 to 1.50 between runs of the same code on a noisy VM); and the server's
+  resident memory above its level before the replay (peak, sampled every 5 ms: bench/memory.py);
 - **tail replay**: `starting_after` = the last sequence number - 100: time to first byte, total,
   and the memory above before; it should not depend on the length at all.
 Flat is the goal: the cost per event at 100,000 within 20% of that at 1,000 (slowest / fastest of
