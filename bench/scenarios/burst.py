@@ -78,7 +78,7 @@ async def _interleaved(drivers: dict[str, Driver], sizes: Sizes) -> dict[str, An
             await warm(drivers[k], "10")
         for k in keys:
             drivers[k].ready()
-        for order in balanced_orders(len(keys), balanced_rounds(len(keys), sizes.burst_reps * 4)):
+        for order in balanced_orders(len(keys), balanced_rounds(len(keys), sizes.burst_reps * 2)):
             for i in order:
                 runs[keys[i]].append(await drivers[keys[i]].stream(str(n)))
     finally:
