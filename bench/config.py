@@ -34,6 +34,9 @@ class Sizes:
     # Runs at N=10 (each paired with an N=1 run, the fixed cost subtracted): at 10 supersteps
     # the difference is a few ms, so the medians need many runs to be stable.
     base_reps: int = 40
+    # The same for the existing hosts (one round each, `Host.rounds`): their difference at 10
+    # supersteps is 0.03-0.15 s, and 40 pairs of the resilient one took ~48 s of a full run.
+    base_reps_slow: int = 10
     # Ours runs 10, 100 and 1000 supersteps in ~10 ms, ~0.1 s and ~1 s, the existing hosts in
     # 0.1-1 s, 0.5-8 s and 37-120 s: ours (and the framework floor, faster still) repeats its
     # pairs this many times more (its medians would otherwise be as noisy as a few short runs;

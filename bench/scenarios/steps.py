@@ -4,7 +4,8 @@
 Time per superstep at N is the median over pairs of `(T(N+1 supersteps) - T(1)) / N`, each N+1 run
 paired with the N=1 run just before it (bench/stats.py `Pairs`), after a warm-up on 3- and
 30-superstep runs: a fresh server's first supersteps are slower (caches, the database's first
-pages) and would weigh on whichever N ran first. Pairs per round: 40 at N=10, 5 at 100, 1 at 1000.
+pages) and would weigh on whichever N ran first. Pairs per round: 40 at N=10 (10 for the existing
+hosts, whose differences are ten times larger), 5 at 100, 1 at 1000.
 
 The fast hosts (ours, the framework floor) repeat them in `Sizes.ours_reps_factor` rounds, each
 round measuring every N once in a rotated order: the machine's speed drifts by tens of percent over
@@ -70,12 +71,14 @@ async def _steps(session: Session, host: Host, sizes: Sizes, want: set[str]) -> 
     if "growth" in want:
         lengths += [n for n in sizes.growth if n not in lengths]
 
+    rounds = host.rounds(sizes)
+    base_reps = sizes.base_reps if rounds > 1 else sizes.base_reps_slow
+
     def reps_per_round(n: int) -> int:
         if n == sizes.countdown:
             return sizes.countdown_reps
-        return sizes.base_reps if n <= 10 else sizes.countdown_reps if n <= 100 else 1
+        return base_reps if n <= 10 else sizes.countdown_reps if n <= 100 else 1
 
-    rounds = host.rounds(sizes)
     acc = {n: Pairs(n) for n in lengths}
     d = session.driver()
     try:
