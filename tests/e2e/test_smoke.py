@@ -12,6 +12,7 @@ from server import cli
 from server.settings import Settings
 from tests.schema_validator import validate_event, validate_response
 from tests.support.inprocess import InProcessServer
+from tests.support.responses import dump
 from tests.support.servers import ServerProcess
 
 
@@ -24,7 +25,7 @@ def test_create_stream_retrieve(shared_server: InProcessServer) -> None:
     seqs = []
     with client.responses.stream(model="echo", input="one two") as stream:
         for event in stream:
-            validate_event(event.model_dump(mode="json", exclude_unset=True))
+            validate_event(dump(event))
             seqs.append(event.sequence_number)
         final = stream.get_final_response()
     assert final.output_text == "one two"

@@ -38,7 +38,10 @@ def dump(model: Any) -> dict[str, Any]:
     """An openai SDK model (or an already plain dict) as the JSON the server sent."""
     if isinstance(model, dict):
         return model
-    data: dict[str, Any] = model.model_dump(mode="json", exclude_unset=True)
+    # warnings=False: the SDK's `responses.stream()` wraps the final response in generic
+    # `Parsed*` models whose serialization warns once per union member it does not match
+    # (an openai-python issue: #2872); the JSON it produces is the server's either way.
+    data: dict[str, Any] = model.model_dump(mode="json", exclude_unset=True, warnings=False)
     return data
 
 
