@@ -20,8 +20,12 @@ PASSWORD = "hunter2-" + secrets.token_hex(4)
 KEYS = {"time", "level", "logger", "message", "response_id", "trace_id", "span_id"}
 
 
-def test_json_lines_name_the_response_and_trace_and_leak_nothing(tmp_path: Path, servers: list) -> None:  # type: ignore[type-arg]
-    url = f"sqlite:///{tmp_path / 'db' / 'logs.db'}"
+def test_json_lines_name_the_response_and_trace_and_leak_nothing(
+    tmp_path: Path,
+    servers: list,  # type: ignore[type-arg]
+    database_url: str,
+) -> None:
+    url = database_url
     trace_id = secrets.token_hex(16)
     with FakeModel() as fake, HttpReceiver() as otlp:
         env = {

@@ -4,7 +4,6 @@ what the test did, with labels from bounded sets only (never an id)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -29,8 +28,8 @@ def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
     return after.get(key, 0.0) - before.get(key, 0.0)
 
 
-def test_metrics_count_what_the_test_did(tmp_path: Path) -> None:
-    with InProcessServer(f"sqlite:///{tmp_path / 'm.db'}") as srv:
+def test_metrics_count_what_the_test_did(database_url: str) -> None:
+    with InProcessServer(database_url) as srv:
         base = srv.base_url
         before = _scrape(base)
         ids = []

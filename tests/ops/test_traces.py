@@ -54,8 +54,12 @@ def _ancestors(span: Span, by_id: dict[str, Span]) -> list[Span]:
     return out
 
 
-def test_one_trace_for_a_response_killed_and_recovered(tmp_path: Path, servers: list) -> None:  # type: ignore[type-arg]
-    url = f"sqlite:///{tmp_path / 'db' / 'traces.db'}"
+def test_one_trace_for_a_response_killed_and_recovered(
+    tmp_path: Path,
+    servers: list,  # type: ignore[type-arg]
+    database_url: str,
+) -> None:
+    url = database_url
     trace_id, caller = secrets.token_hex(16), secrets.token_hex(8)
     with FakeModel(token_delay=0.05) as fake, HttpReceiver() as otlp:
         env = {**fake.env(), **_env(otlp.endpoint)}

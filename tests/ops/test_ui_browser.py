@@ -29,7 +29,7 @@ def _chromium() -> None:
 
 
 def test_the_page_answers_an_approval_and_follows_the_run_live(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database_url: str
 ) -> None:
     chosen = os.environ.get("DURABLE_RESPONSES_SCREENSHOTS")
     shots = Path(chosen).resolve() if chosen else tmp_path / "screenshots"
@@ -37,7 +37,7 @@ def test_the_page_answers_an_approval_and_follows_the_run_live(
     with FakeModel() as fake:
         for key, value in fake.env().items():
             monkeypatch.setenv(key, value)
-        with InProcessServer(f"sqlite:///{tmp_path / 'ui.db'}", "tests.agents.apps:approval_agent") as srv:
+        with InProcessServer(database_url, "tests.agents.apps:approval_agent") as srv:
             for i in range(2):  # a few finished ones for the list
                 httpx.post(
                     f"{srv.base_url}/v1/responses", json={"model": "m", "input": f"hello {i}"}, timeout=30
