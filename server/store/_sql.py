@@ -458,7 +458,9 @@ def insert_head(spec: RowSpec) -> str:
 # A write with nothing to change but a lease that is still fresh (`_plan.Fence.check_only`) only
 # reads it: the database's write lock, held from BEGIN IMMEDIATE, serializes it with every
 # takeover, and the response's row and lease index stay untouched.
-SQLITE_FENCE_CHECK = "SELECT lease_expires_at FROM responses WHERE id = ? AND lease_owner = ?"
+# The lease of several responses at once (`_sqlite_writer.leases_of`: the IN list is added per
+# chunk size).
+SQLITE_LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
 SQLITE_FENCE = (
     "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status), usage = COALESCE(?, usage) "
     "WHERE id = ? AND lease_owner = ?"
