@@ -44,6 +44,11 @@ _LARGE_INPUT_ROWS = 5000
 # A WAL this far past its bound after a commit is checkpointed and truncated at once
 # (`_bound_wal`), waiting this long at most for readers to let go of it.
 WAL_TRUNCATE_ABOVE_BYTES = 4 * WAL_SIZE_LIMIT_BYTES
+# The WAL's size is looked at once the commits since the last look wrote more rows than this
+# (`_CHUNK`), or every this many commits: each look is a `stat` that gives the GIL away (the
+# writer then waits to get it back from a busy event loop), and a commit of a few small rows
+# adds little to the WAL (a live token's commit: ~20 rows).
+WAL_LOOK_EVERY = 16
 _CHECKPOINT_WAIT_MS = 50
 _LARGE_CACHE_KIB = -64 * 1024
 
@@ -124,6 +129,8 @@ class SqliteWriter(Writer):
         self._conn: Connection | None = None  # opened in the thread, kept for its lifetime
         path = sqlite_path(url)
         self._wal = f"{path}-wal" if path is not None else None
+        self._commits = 0
+        self._rows_unlooked = 0  # rows committed since the WAL's size was last looked at
 
     async def commit(self, kind: WriteKind, writes: Sequence[Write]) -> Fenced:
         loop = asyncio.get_running_loop()
@@ -157,10 +164,11 @@ class SqliteWriter(Writer):
         return self._conn
 
     @contextmanager
-    def _raw_transaction(self) -> Iterator[sqlite3.Cursor]:
+    def _raw_transaction(self, rows: int = 0) -> Iterator[sqlite3.Cursor]:
         """A transaction on the same connection, begun and ended by hand: SQLAlchemy's own
         begin/commit cost ~0.1-0.2 ms per commit, which every response pays on its way to
-        its first byte (creation) and every superstep pays again."""
+        its first byte (creation) and every superstep pays again. `rows`: how many it writes
+        (a large commit has its WAL bounded at once)."""
         raw = self._connection().connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)
         cur = raw.cursor()
@@ -168,7 +176,11 @@ class SqliteWriter(Writer):
             cur.execute("BEGIN IMMEDIATE")
             yield cur
             raw.commit()
-            self._bound_wal(raw)
+            self._commits += 1
+            self._rows_unlooked += rows
+            if self._rows_unlooked > _CHUNK or self._commits % WAL_LOOK_EVERY == 0:
+                self._rows_unlooked = 0
+                self._bound_wal(raw)
         except BaseException:
             # Also after a failed COMMIT (a full disk): a transaction left open would refuse
             # every later BEGIN, and the writer would never commit again.
@@ -200,7 +212,8 @@ class SqliteWriter(Writer):
     def _superstep(self, writes: Sequence[Write]) -> Fenced:
         """The fast path: commit `writes`; return the (response, owner) pairs fenced off."""
         batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
-        with self._raw_transaction() as cur:
+        rows = sum(len(w.events) + len(w.items) + (w.checkpoint is not None) for w in writes)
+        with self._raw_transaction(rows) as cur:
             lost: set[tuple[str, str]] = set()
             checked = [f for f in batch_fences if f.check_only]
             leases = leases_of(cur, [f.response_id for f in checked]) if checked else {}
@@ -224,7 +237,8 @@ class SqliteWriter(Writer):
     def _create(self, writes: Sequence[Write]) -> None:
         """Commit plain creations (`_plan.is_plain_creation`) in one transaction, all or none."""
         rows, inputs, events = creation_rows(writes)
-        with self._page_cache_for(len(inputs)), self._raw_transaction() as cur:
+        written = len(rows) + len(inputs) + len(events)
+        with self._page_cache_for(len(inputs)), self._raw_transaction(written) as cur:
             insert_rows(cur, _RESPONSES, rows)
             insert_rows(cur, _INPUTS, inputs)
             insert_rows(cur, _EVENTS, events)
