@@ -53,13 +53,16 @@ class Leases(StoreBase):
         lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
         mine = and_(c.id.in_(list(own)), c.lease_owner == owner) if own else None
         expired = and_(c.status.in_(ACTIVE_STATUSES), lapsed if mine is None else or_(lapsed, mine))
-        # A look without a lock first: most sweeps find nothing, and a claim's transaction holds
-        # the database's write lock (SQLite: the one lock every commit needs) across several
-        # round trips through a busy event loop, during which the outbox's commits of every
-        # live stream wait (SQLite's busy handler sleeps 1, 2, 5, 10 ms ... between tries).
-        async with self._read() as conn:
-            if (await conn.execute(select(c.id).where(expired).limit(1))).first() is None:
-                return [], 0
+        if self.dialect != POSTGRESQL:
+            # SQLite: a look without a lock first. Most sweeps find nothing, and a claim's
+            # transaction holds the one write lock every commit needs across several round trips
+            # through a busy event loop, while the outbox's commits of every live stream wait
+            # (SQLite's busy handler sleeps 1, 2, 5, 10 ms ... between tries). PostgreSQL's
+            # claim locks only the rows it picks (`SKIP LOCKED`), and the survivors of a dead
+            # replica share its responses by the timing of their claims: left as it was.
+            async with self._read() as conn:
+                if (await conn.execute(select(c.id).where(expired).limit(1))).first() is None:
+                    return [], 0
         pick = select(c.id).where(expired).order_by(c.created_at).limit(limit)
         if self.dialect == POSTGRESQL:
             pick = pick.with_for_update(skip_locked=True)
