@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -117,16 +116,13 @@ class Driver:
         # Set while the run waits for a commit of what a live stream holds (`_commit_held`):
         # the workflow's executors wait at their next event until it resolves (`_pace`).
         self._holding: asyncio.Future[None] | None = None
-        self._paced_at = -math.inf  # loop time of the last turn `_pace` gave
-        # Whether the loop turned since `_pace` last ran (`_turned`, queued by it): the executor
-        # suspended in between (a model's next token), so the runner takes this event at the
-        # executor's next suspension anyway and no turn of our own is needed.
-        self._loop_turned = False
-        self._turn_queued = False
         # `_pace` gives a turn after every event until the run has the first output (its
-        # latency is the one a client sees), then at most every `yield_every` (a turn per event
-        # made a 1000-output superstep ~15% slower end to end).
-        self._pace_every = 0.0
+        # latency is the one a client sees), then only to an executor that has kept the loop
+        # for `yield_every` (a turn per event made a 1000-output superstep ~15% slower end to
+        # end; one per token of a model's stream, which suspends between tokens anyway, cost
+        # ~4% of a live token's CPU).
+        self._past_first_output = False
+        self._executor_hogging: _Hogging | None = None  # made in `drive`, on the running loop
 
     async def drive(self) -> None:
         spec, plan, sink = self._spec, self._plan, self._sink
@@ -159,6 +155,7 @@ class Driver:
         self._meter.activate()
         live = sink.live
         if self._is_workflow and sink.paced:
+            self._executor_hogging = _Hogging(asyncio.get_running_loop(), self._yield_every)
             # Each event of an executor reaches the stream when it is made, not when the
             # executor's handler returns.
             pace_events(agent, self._pace)
@@ -188,7 +185,7 @@ class Driver:
                     metrics.TIME_TO_FIRST_OUTPUT.observe(
                         time.time() - spec.created_at, delivery=self._delivery
                     )
-                self._pace_every = self._yield_every
+                self._past_first_output = True
                 if live:
                     # Live delivery: commit the first output at once, before the agent's burst.
                     await self._commit_held()
@@ -235,22 +232,8 @@ class Driver:
             # `wait` does not cancel `holding` if this executor is cancelled.
             await asyncio.wait((holding,))
             return
-        loop = asyncio.get_running_loop()
-        turned, self._loop_turned = self._loop_turned, False
-        if not self._turn_queued:
-            self._turn_queued = True
-            loop.call_soon(self._turned)
-        if turned and self._pace_every > 0:
-            # Past the first output, and the executor suspended since its last event: an
-            # executor that streams a model's tokens suspends between them. A turn per token
-            # (a resumption through every frame of the executor's handler) cost ~4% of a
-            # live token's CPU.
-            self._paced_at = loop.time()
-            return
-        if loop.time() - self._paced_at >= self._pace_every:
+        hogging = self._executor_hogging
+        assert hogging is not None  # made before the workflow is paced
+        if not self._past_first_output or hogging():
             await asyncio.sleep(0)
-            self._paced_at = loop.time()
-
-    def _turned(self) -> None:
-        self._turn_queued = False
-        self._loop_turned = True
+            hogging.reset()

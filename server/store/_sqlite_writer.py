@@ -53,9 +53,14 @@ _CHECKPOINT_WAIT_MS = 50
 _LARGE_CACHE_KIB = -64 * 1024
 
 
+def _marks(n: int) -> str:
+    """`(?, ?, ..., ?)` with `n` parameters."""
+    return "(" + ", ".join("?" for _ in range(n)) + ")"
+
+
 @functools.lru_cache(maxsize=64)
 def _insert_sql(head: str, columns: int, rows: int) -> str:
-    one = "(" + ", ".join("?" for _ in range(columns)) + ")"
+    one = _marks(columns)
     return f"{head} VALUES {', '.join(one for _ in range(rows))}"
 
 
@@ -85,7 +90,7 @@ def _chunks(n: int) -> Iterator[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=16)
 def _leases_sql(ids: int) -> str:
-    return _sql.SQLITE_LEASES_HEAD + "(" + ", ".join("?" for _ in range(ids)) + ")"
+    return _sql.SQLITE_LEASES_HEAD + _marks(ids)
 
 
 def leases_of(cur: sqlite3.Cursor, ids: Sequence[str]) -> dict[str, tuple[str | None, float | None]]:
@@ -100,6 +105,13 @@ def leases_of(cur: sqlite3.Cursor, ids: Sequence[str]) -> dict[str, tuple[str | 
         for rid, owner, until in cur.execute(_leases_sql(k), list(ids[i : i + k])):
             found[rid] = (owner, until)
     return found
+
+
+def _driver(conn: Connection) -> sqlite3.Connection:
+    """The driver's own connection under SQLAlchemy's."""
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    return raw
 
 
 # Statement heads for `insert_rows` (the VALUES lists are added per chunk size).
@@ -158,9 +170,7 @@ class SqliteWriter(Writer):
             # change beside the WAL's syncs). A write statement's journal is bounded by the
             # pages it changes (chunks of at most 128 rows); this connection only writes.
             # (On the driver's connection: SQLAlchemy's own would begin a transaction first.)
-            raw = self._conn.connection.driver_connection
-            assert isinstance(raw, sqlite3.Connection)
-            raw.execute("PRAGMA temp_store=MEMORY")
+            _driver(self._conn).execute("PRAGMA temp_store=MEMORY")
         return self._conn
 
     @contextmanager
@@ -169,8 +179,7 @@ class SqliteWriter(Writer):
         begin/commit cost ~0.1-0.2 ms per commit, which every response pays on its way to
         its first byte (creation) and every superstep pays again. `rows`: how many it writes
         (a large commit has its WAL bounded at once)."""
-        raw = self._connection().connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
+        raw = _driver(self._connection())
         cur = raw.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
@@ -254,8 +263,7 @@ class SqliteWriter(Writer):
         if n_inputs <= _LARGE_INPUT_ROWS:
             yield
             return
-        raw = self._connection().connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
+        raw = _driver(self._connection())
         (previous,) = raw.execute("PRAGMA cache_size").fetchone()
         try:
             raw.execute(f"PRAGMA cache_size = {_LARGE_CACHE_KIB}")
