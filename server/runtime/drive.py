@@ -11,8 +11,8 @@ Invariants:
   commits what it holds and waits, its executors held meanwhile (`pace`), so what a client
   sees trails what the workflow does by `commit_lag` at most and SQLite's writer thread is not
   starved of the GIL. Once the workflow's last event is taken, a live run commits what it
-  holds before the framework's end-of-stream work (`on_events_end`), so that work does not
-  delay it.
+  holds (a `store=false` run gives its stream a turn to send it) before the framework's
+  end-of-stream work (`on_events_end`), so that work does not delay it.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ class Driver:
             # Each event of an executor reaches the stream when it is made, not when the
             # executor's handler returns.
             pace_events(agent, self._pace)
-        if self._is_workflow and live:
-            # What the stream holds goes out before the framework's end-of-stream work.
+            # What the stream holds goes out before the framework's end-of-stream work (live
+            # and `store=false` streams; durable delivery shows nothing before the checkpoint).
             on_events_end(agent, self._sink.settle)
         stream = agent.run(plan.messages or None, **kwargs)
         try:

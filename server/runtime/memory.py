@@ -65,6 +65,12 @@ class MemorySink(Sink):
         fut.set_result(None)
         return fut
 
+    async def settle(self) -> None:
+        """Nothing to commit: give the stream a loop turn to send what it holds. (Awaiting
+        `commit()`'s future, done at once, would not suspend: after a 1000-output superstep
+        its last outputs then waited behind the framework's ~40 ms of end-of-stream work.)"""
+        await asyncio.sleep(0)
+
     def terminal_response(self) -> dict[str, Any] | None:
         """The Response of the terminal event, once there is one."""
         for e in reversed(self.events):

@@ -63,3 +63,21 @@ async def test_nothing_is_handed_over_behind_a_failed_write(store: Store) -> Non
     await asyncio.sleep(0.05)
     assert await store.load_checkpoint("cp_1", "alice") is None
     assert [e.seq for e in await store.read_events("resp_1", -1)] == [0]
+
+
+async def test_a_memory_sink_settles_by_giving_its_stream_a_turn() -> None:
+    """`store=false`: settling (after the workflow's last event) lets the stream waiting on the
+    sink send what it holds before the run goes on to the framework's end-of-stream work."""
+    sink = MemorySink()
+    sent: list[int] = []
+
+    async def stream() -> None:
+        await sink.changed.wait()
+        sent.extend(e.seq for e in sink.events)
+
+    task = asyncio.create_task(stream())
+    await asyncio.sleep(0)  # the stream now waits for an event
+    sink.emit({"type": "response.output_text.delta", "delta": "x"})
+    await sink.settle()
+    assert sent == [0]
+    await task
