@@ -465,3 +465,13 @@ SQLITE_FENCE = (
     "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status), usage = COALESCE(?, usage) "
     "WHERE id = ? AND lease_owner = ?"
 )
+# A response's end (`_sqlite_writer.SqliteWriter._end`): the fence and the terminal transition in
+# one UPDATE, as PostgreSQL's `end_statement` does; the old checkpoints' pruning, named
+# parameters (each is used several times).
+SQLITE_END = (
+    f"UPDATE responses SET {', '.join(f'{c} = ?' for c in FINISH_COLUMNS)}, "
+    "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?"
+)
+SQLITE_PRUNE = "DELETE FROM checkpoints WHERE " + prune_condition(
+    "checkpoints", ":b_id", ":b_user", ":b_lineage"
+)

@@ -11,7 +11,8 @@ Invariants:
   batch, and `executemany` gives the GIL away once per row, paid in a thread that competes
   with the event loop for it. Plain creations (`create`) take the
   same route: a response's first event is sent only after its creation commits, so this
-  write is on every request's path to its first byte.
+  write is on every request's path to its first byte. So do plain ends (`_end`, fenced like a
+  superstep write: the fence is the terminal UPDATE itself).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def run_ops(conn: Connection, ops: list[Op]) -> None:
 class SqliteWriter(Writer):
     """Creations and supersteps take the raw fast paths; ends and the rest, `_plan`'s statements."""
 
-    fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP})
+    fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP, WriteKind.END})
 
     def __init__(self, url: URL, *, lease_seconds: float = 15.0) -> None:
         self._engine = sqlite_sync_engine(url)
@@ -148,6 +149,8 @@ class SqliteWriter(Writer):
         loop = asyncio.get_running_loop()
         if kind is WriteKind.SUPERSTEP:
             return await loop.run_in_executor(self._pool, self._superstep, writes)
+        if kind is WriteKind.END:
+            return await loop.run_in_executor(self._pool, self._end, writes)
         if kind is WriteKind.CREATE:
             await loop.run_in_executor(self._pool, self._create, writes)
         else:
@@ -241,6 +244,34 @@ class SqliteWriter(Writer):
             insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
             insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
             insert_rows(cur, _CHECKPOINTS, _sql.CHECKPOINTS.rows(kept))
+        return lost
+
+    def _end(self, writes: Sequence[Write]) -> Fenced:
+        """Plain ends (`_plan.is_plain_end`): each one's fence and terminal transition in one
+        UPDATE, in id order (the order every transaction of ours locks response rows in); its
+        last events and items, and the pruning of its old checkpoints, only if that matched.
+        Returns the (response, owner) pairs fenced off; their neighbours commit.
+
+        On the general path an end took a statement per event and per item (`executemany`),
+        each giving the GIL away: when a step's live streams all ended together, their ends'
+        transaction held up every other stream's next commit."""
+        lost: set[tuple[str, str]] = set()
+        kept: list[Write] = []
+        rows = sum(len(w.events) + len(w.items) for w in writes)
+        with self._raw_transaction(rows) as cur:
+            for w in sorted(writes, key=lambda w: w.response_id):
+                assert w.finish is not None and w.owner is not None
+                cur.execute(_sql.SQLITE_END, (*_sql.finish_values(w.finish), w.response_id, w.owner))
+                if cur.rowcount != 1:
+                    lost.add((w.response_id, w.owner))
+                    continue
+                kept.append(w)
+                if w.prune is not None:
+                    user_id, lineage = w.prune
+                    prune = {"b_id": w.response_id, "b_user": user_id, "b_lineage": lineage}
+                    cur.execute(_sql.SQLITE_PRUNE, prune)
+            insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
+            insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
         return lost
 
     def _create(self, writes: Sequence[Write]) -> None:
