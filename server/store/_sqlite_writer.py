@@ -131,7 +131,7 @@ def run_ops(conn: Connection, ops: list[Op]) -> None:
 
 
 class SqliteWriter(Writer):
-    """Creations and supersteps take the raw fast paths; ends and the rest, `_plan`'s statements."""
+    """Creations, supersteps and ends take the raw fast paths; the rest, `_plan`'s statements."""
 
     fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP, WriteKind.END})
 
@@ -248,8 +248,8 @@ class SqliteWriter(Writer):
 
     def _end(self, writes: Sequence[Write]) -> Fenced:
         """Plain ends (`_plan.is_plain_end`): each one's fence and terminal transition in one
-        UPDATE, in id order (the order every transaction of ours locks response rows in); its
-        last events and items, and the pruning of its old checkpoints, only if that matched.
+        UPDATE (in id order, like PostgreSQL's); its last events and items, and the pruning of
+        its old checkpoints, only if that matched.
         Returns the (response, owner) pairs fenced off; their neighbours commit.
 
         On the general path an end took a statement per event and per item (`executemany`),
