@@ -66,9 +66,7 @@ _INSERTS = {
     spec.table.name: insert(spec.table)
     for spec in (_sql.INPUTS, _sql.EVENTS, _sql.ITEMS, _sql.CHECKPOINTS, _sql.PENDING)
 }
-_PRUNE = text(
-    "DELETE FROM checkpoints WHERE " + _sql.prune_condition("checkpoints", ":b_id", ":b_user", ":b_lineage")
-)
+_PRUNE = text(_sql.PRUNE)
 
 
 def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = None) -> list[Op]:
@@ -121,7 +119,12 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
 def prune_op(response_id: str, user_id: str, lineage: str | None) -> Op:
     """Delete every checkpoint of the response and its lineage but the newest of each
     (`_sql.prune_condition`, the same text PostgreSQL's end statement embeds)."""
-    return Op(_PRUNE, {"b_id": response_id, "b_user": user_id, "b_lineage": lineage})
+    return Op(_PRUNE, prune_params(response_id, user_id, lineage))
+
+
+def prune_params(response_id: str, user_id: str, lineage: str | None) -> dict[str, Any]:
+    """The parameters of `_sql.PRUNE`."""
+    return {"b_id": response_id, "b_user": user_id, "b_lineage": lineage}
 
 
 def webhook_ops(event: WebhookEvent, now: float) -> list[Op]:

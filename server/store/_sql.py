@@ -422,6 +422,12 @@ def prune_condition(table: str, response_id: str, user_id: str, lineage: str) ->
     )
 
 
+# The pruning of a finished response's old checkpoints with named parameters (each is used
+# several times), which SQLAlchemy's `text()` (`_plan.prune_op`) and sqlite3 (`_sqlite_writer`)
+# both take; `_plan.prune_params` gives them.
+PRUNE = "DELETE FROM checkpoints WHERE " + prune_condition("checkpoints", ":b_id", ":b_user", ":b_lineage")
+
+
 def end_statement() -> PgStatement:
     """A response's end: the fence and the terminal transition are one UPDATE (a statement may
     not update a row twice); the last events and closed items and the pruning of old
@@ -466,12 +472,8 @@ SQLITE_FENCE = (
     "WHERE id = ? AND lease_owner = ?"
 )
 # A response's end (`_sqlite_writer.SqliteWriter._end`): the fence and the terminal transition in
-# one UPDATE, as PostgreSQL's `end_statement` does; the old checkpoints' pruning, named
-# parameters (each is used several times).
+# one UPDATE, as PostgreSQL's `end_statement` does.
 SQLITE_END = (
     f"UPDATE responses SET {', '.join(f'{c} = ?' for c in FINISH_COLUMNS)}, "
     "lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?"
-)
-SQLITE_PRUNE = "DELETE FROM checkpoints WHERE " + prune_condition(
-    "checkpoints", ":b_id", ":b_user", ":b_lineage"
 )

@@ -31,7 +31,7 @@ from sqlalchemy.engine import URL, Connection
 
 from . import _sql
 from ._engine import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT_BYTES, sqlite_path, sqlite_sync_engine
-from ._plan import Op, creation_rows, fences, plan
+from ._plan import Op, creation_rows, fences, plan, prune_params
 from ._writer import Fenced, WriteKind, Writer
 from .records import LeaseLost, Write
 
@@ -267,9 +267,7 @@ class SqliteWriter(Writer):
                     continue
                 kept.append(w)
                 if w.prune is not None:
-                    user_id, lineage = w.prune
-                    prune = {"b_id": w.response_id, "b_user": user_id, "b_lineage": lineage}
-                    cur.execute(_sql.SQLITE_PRUNE, prune)
+                    cur.execute(_sql.PRUNE, prune_params(w.response_id, *w.prune))
             insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
             insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
         return lost
