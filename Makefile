@@ -15,11 +15,11 @@ $(BIN)/python:
 	$(PIP) install --upgrade pip
 
 # Editable: the command serves this checkout as it is edited (no reinstall after a change).
-$(SERVE_STAMP): pyproject.toml | $(BIN)/python
+$(SERVE_STAMP): pyproject.toml setup.py | $(BIN)/python
 	$(PIP) install -e .
 	touch $(SERVE_STAMP)
 
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
+$(TEST_STAMP): pyproject.toml setup.py | $(BIN)/python
 	$(PIP) install -e '.[test]'
 	touch $(TEST_STAMP) $(SERVE_STAMP)
 
@@ -30,8 +30,8 @@ migrate: $(SERVE_STAMP)
 	$(BIN)/durable-responses migrate
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check server tests bench migrations
-	$(BIN)/ruff format --check server tests bench migrations
+	$(BIN)/ruff check server tests bench migrations setup.py
+	$(BIN)/ruff format --check server tests bench migrations setup.py
 
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy

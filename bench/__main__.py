@@ -3,7 +3,7 @@
 
 1. runs the benchmark's workflows (bench/apps.py) in-process with agent-framework alone (the
    floor), serves them with the existing host, installed into bench/.venv-existing, plain and
-   resilient, and with `python -m server serve` on SQLite and PostgreSQL, `live` and `durable`;
+   resilient, and with `python -m durable_responses serve` on SQLite and PostgreSQL, `live` and `durable`;
 2. measures each with the same scenario code and the same client (bench/scenarios/);
 3. prints the table with every figure and the ratios, the multiples of the floor and the targets,
    writes the raw results to bench/results/, and (full runs only) rewrites bench/README.md's table.

@@ -1,6 +1,6 @@
 """`python -m bench profile`: where ours spends its CPU per token in the live-capacity scenario.
 
-Serves `bench.apps:tokens` with `python -m server serve` (live delivery, background streams, SQLite
+Serves `bench.apps:tokens` with `python -m durable_responses serve` (live delivery, background streams, SQLite
 or PostgreSQL), drives `--streams` streams of 100 tokens 20 ms apart for `--rounds` rounds, and
 samples the server with py-spy (`pip install py-spy`; `py-spy record --pid ... --format raw`:
 collapsed stacks, idle frames left out). Each sample is charged to the innermost frame of this

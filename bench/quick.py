@@ -94,7 +94,10 @@ def run_dialect(dialect: str, delivery: str, work: Path) -> dict[str, object]:
     url = f"sqlite:///{work / dialect / 'bench.db'}" if dialect == "sqlite" else postgres.new_database()
     out: dict[str, object] = {}
     try:
-        for app, key in (("bench.apps:burst", "burst"), ("server.examples.echo:echo", "concurrent")):
+        for app, key in (
+            ("bench.apps:burst", "burst"),
+            ("durable_responses.examples.echo:echo", "concurrent"),
+        ):
             srv = _server(url, app, work / f"{dialect}-{delivery}-{key}", delivery)
             srv.start()
             try:

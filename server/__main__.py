@@ -1,4 +1,4 @@
-"""`python -m server` is `durable-responses`."""
+"""`python -m durable_responses` is `durable-responses`."""
 
 from .cli import main
 

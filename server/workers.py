@@ -91,7 +91,7 @@ class _Supervisor:
         self.signal: int | None = None  # the first signal received (or sent on a failure)
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "server", *self.argv]
+        cmd = [sys.executable, "-m", "durable_responses", *self.argv]
         for _ in range(self.workers):
             child = subprocess.Popen(cmd, process_group=0, preexec_fn=_die_with_parent)
             self.children.append(child)

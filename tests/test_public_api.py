@@ -1,6 +1,6 @@
-"""Guards the names `server` exports (like httpx's test of its public API)."""
+"""Guards the names `durable_responses` exports (like httpx's test of its public API)."""
 
-import server
+import durable_responses
 
 EXPECTED = {
     "Host",
@@ -26,9 +26,9 @@ EXPECTED = {
 
 
 def test_public_names() -> None:
-    assert set(server.__all__) == EXPECTED
+    assert set(durable_responses.__all__) == EXPECTED
     for name in EXPECTED:
-        assert hasattr(server, name), name
+        assert hasattr(durable_responses, name), name
 
 
 def test_layers_point_down() -> None:
@@ -36,7 +36,7 @@ def test_layers_point_down() -> None:
     import ast
     import pathlib
 
-    root = pathlib.Path(server.__file__).parent
+    root = pathlib.Path(durable_responses.__file__).parent
     forbidden = {
         "protocol": ("store", "runtime", "http", "agent_framework"),
         "store": ("runtime", "http", "agent_framework"),
@@ -68,7 +68,7 @@ def test_no_module_imports_another_s_private_name() -> None:
     import ast
     import pathlib
 
-    root = pathlib.Path(server.__file__).parent
+    root = pathlib.Path(durable_responses.__file__).parent
     found = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

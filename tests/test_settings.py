@@ -8,9 +8,9 @@ import pathlib
 
 import pytest
 
-import server
-from server import cli
-from server.settings import Settings, SettingsError, markdown_table, variables
+import durable_responses
+from durable_responses import cli
+from durable_responses.settings import Settings, SettingsError, markdown_table, variables
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
@@ -32,7 +32,7 @@ def test_every_variable_is_declared_once() -> None:
 
 
 def _numeric_variables() -> list[str]:
-    from server.settings import SECTIONS
+    from durable_responses.settings import SECTIONS
 
     return [
         f.alias
@@ -54,9 +54,9 @@ def test_an_empty_value_means_the_default() -> None:
 
 
 def test_the_lease_is_one_value_owned_by_the_store(tmp_path: pathlib.Path) -> None:
-    from server.runtime.apps import HostedApp
-    from server.runtime.host import Host
-    from server.store import Store
+    from durable_responses.runtime.apps import HostedApp
+    from durable_responses.runtime.host import Host
+    from durable_responses.store import Store
 
     assert not [v for v in variables() if "LEASE" in v.name and v.section != "Store"]
     store = Store.open(f"sqlite:///{tmp_path / 'x.db'}", lease_seconds=6)
@@ -88,7 +88,7 @@ def test_the_settings_command_prints_the_table(capsys: pytest.CaptureFixture[str
 def test_no_module_reads_the_environment_but_the_settings() -> None:
     """Every variable is read by the section that declares it, when it is built."""
     allowed = {"envsettings.py", "store/settings.py"}
-    root = pathlib.Path(server.__file__).parent
+    root = pathlib.Path(durable_responses.__file__).parent
     offenders = []
     for path in root.rglob("*.py"):
         rel = path.relative_to(root).as_posix()

@@ -4,7 +4,7 @@ existing host, ours.
 Each host's module says how it is installed and started: bench/hosts/floor.py (in-process, no
 server), bench/hosts/plain_http.py (the framework streamed over uvicorn, nothing stored),
 bench/hosts/existing.py (its own venv, bench/hosts/existing_serve.py), bench/hosts/ours.py
-(`python -m server serve`, SQLite or PostgreSQL via bench/hosts/postgres.py). A new host is a
+(`python -m durable_responses serve`, SQLite or PostgreSQL via bench/hosts/postgres.py). A new host is a
 module with a `Host` subclass and a line here.
 """
 

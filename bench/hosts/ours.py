@@ -1,4 +1,4 @@
-"""Ours: `python -m server serve` on SQLite (a fresh file) and PostgreSQL (a fresh database per
+"""Ours: `python -m durable_responses serve` on SQLite (a fresh file) and PostgreSQL (a fresh database per
 session, migrated, dropped at its end), in `live` and `durable` delivery.
 
 The server runs with its default lease (15 s; `--lease-seconds`) and recovery interval (2 s).
@@ -41,8 +41,8 @@ def ours_server(
     port: int | None = None,
     args: tuple[str, ...] = (),
 ) -> ServerProc:
-    """`python -m server serve` of this checkout (PYTHONPATH), logging at WARNING, plus `args`."""
-    cmd = [sys.executable, "-m", "server", "serve", "--port", str(port or free_port())]
+    """`python -m durable_responses serve` of this checkout (PYTHONPATH), logging at WARNING, plus `args`."""
+    cmd = [sys.executable, "-m", "durable_responses", "serve", "--port", str(port or free_port())]
     cmd += ["--database-url", url, "--delivery", delivery, "--log-level", "warning", "--app", app, *args]
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     return ServerProc(cmd, env=full_env, cwd=workdir, log_dir=workdir, name="server")

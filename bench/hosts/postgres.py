@@ -48,14 +48,14 @@ def database_name(url: str) -> str:
 
 
 def new_database(migrate: bool = True) -> str:
-    """A fresh database's URL (migrated to head with `python -m server migrate` unless told not)."""
+    """A fresh database's URL (migrated to head with `python -m durable_responses migrate` unless told not)."""
     name = f"dr_bench_{uuid.uuid4().hex[:12]}"
     _admin(f'CREATE DATABASE "{name}"')
     url = f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
     if migrate:
         try:
             subprocess.run(
-                [sys.executable, "-m", "server", "migrate", "--database-url", url],
+                [sys.executable, "-m", "durable_responses", "migrate", "--database-url", url],
                 cwd=ROOT,
                 check=True,
                 capture_output=True,

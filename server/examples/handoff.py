@@ -1,7 +1,7 @@
 """Handoff: a support desk where triage hands the customer to billing or technical support.
 
 Built with agent-framework-orchestrations' `HandoffBuilder` (install the `agents` extra) on a
-deterministic chat client (`server.testing.RuleChatClient`: no model, no network). Say
+deterministic chat client (`durable_responses.testing.RuleChatClient`: no model, no network). Say
 `I have a billing question`: triage hands off to billing (a `handoff_to_billing` call and its
 output), billing answers and the workflow waits for you. Continue with a plain message and
 `previous_response_id` (or the same `conversation`): billing answers again. Billing's

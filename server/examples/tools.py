@@ -1,6 +1,6 @@
 """Tools: an agent that runs a tool itself and has one that waits for a person's approval.
 
-On a deterministic chat client (`server.testing.RuleChatClient`: no model, no network), so the
+On a deterministic chat client (`durable_responses.testing.RuleChatClient`: no model, no network), so the
 conversation is scripted by what you say:
 - `lookup_order order_id=A1`: the agent calls `lookup_order` and runs it itself; the response
   shows the `function_call` item, its `function_call_output` item, then the agent's message.

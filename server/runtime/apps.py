@@ -17,7 +17,7 @@ from agent_framework import Workflow, WorkflowAgent, WorkflowBuilder
 
 from ._af_private import make_restorable
 
-DEFAULT_APP = "server.examples.echo:echo"
+DEFAULT_APP = "durable_responses.examples.echo:echo"
 
 
 class AppError(Exception):

@@ -14,7 +14,7 @@ from pydantic import field_validator, model_validator
 from ..envsettings import EnvSection, env_field
 from ..protocol.webhooks import parse_secret
 
-DEFAULT_APP = "server.examples.echo:echo"
+DEFAULT_APP = "durable_responses.examples.echo:echo"
 
 
 class Delivery(StrEnum):

@@ -8,6 +8,7 @@ database that is behind makes `serve` refuse to start with a message naming the 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -18,15 +19,19 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-import migrations
-
 from ._engine import ConnectionOptions, redact, sync_engine_for_migrations
 from .records import SchemaOutOfDate
+
+# The Alembic scripts ship inside the package: `<package>.migrations`, from the repository's
+# `migrations/` folder.
+MIGRATIONS_PACKAGE = f"{__name__.split('.')[0]}.migrations"
 
 
 def alembic_config(url: str) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", os.path.dirname(os.path.abspath(migrations.__file__)))
+    scripts = importlib.import_module(MIGRATIONS_PACKAGE).__file__
+    assert scripts is not None
+    cfg.set_main_option("script_location", os.path.dirname(os.path.abspath(scripts)))
     cfg.attributes["database_url"] = url
     return cfg
 

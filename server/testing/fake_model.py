@@ -21,7 +21,7 @@ A conversation OpenAI refuses (a tool result that answers no call, a call left w
 result) gets OpenAI's 400 and is kept in `fake.refused`, not in `fake.calls`. Errors carry
 `x-should-retry: false`, so the SDK does not retry what would fail again. `fake.env(api)` gives
 the `FAKE_MODEL_URL` / `FAKE_MODEL_API` environment the scenario apps in tests/agents read.
-Command line: `python -m server.testing.fake_model --port P [--host H] [--token-delay-ms N]`.
+Command line: `python -m durable_responses.testing.fake_model --port P [--host H] [--token-delay-ms N]`.
 Invariant: every request is recorded before its reply is sent; `FakeCall.finished` turns true
 only once the whole reply (and its usage) has been written.
 """
@@ -148,7 +148,7 @@ class FakeModel:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m server.testing.fake_model", description=__doc__.split("\n")[0]
+        prog="python -m durable_responses.testing.fake_model", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8089)

@@ -2,12 +2,12 @@
 
 Every public function here is a zero-argument factory for the host's `--app MODULE:ATTR` (it
 returns an `Agent` or a `Workflow`; the host builds a fresh one per run). The model is agent-framework's
-real OpenAI client pointed at the fake model server (`server.testing.FakeModel`):
+real OpenAI client pointed at the fake model server (`durable_responses.testing.FakeModel`):
 - `FAKE_MODEL_URL` (required): the fake's base URL, ending in `/v1`;
 - `FAKE_MODEL_API`: `chat` (default, `OpenAIChatCompletionClient`) or `responses` (`OpenAIChatClient`);
 - `AGENT_TOOL_LOG` (optional): a file each tool appends one JSON line to when it runs, so a test
   outside the server process can count executions (an approved tool runs once, a rejected never).
-The fake's rules decide the conversation (see `server.testing._rules`): a tool runs when its
+The fake's rules decide the conversation (see `durable_responses.testing._rules`): a tool runs when its
 name is in the user's message (`lookup_order order_id=A1`), `refund_payment` needs approval, a
 handoff happens when the message names the target (`billing`, `technical`). Agents are named by
 their instructions ("You are <name>."), so replies say who spoke.

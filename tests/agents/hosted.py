@@ -1,7 +1,7 @@
 """Shared checks for the hosted real-agent tests (`test_hosted_*.py`, `test_crash.py`).
 
 The scenario apps (`tests/agents/apps.py`) run inside the real server, on agent-framework's real
-OpenAI clients pointed at one `server.testing.FakeModel` per test module; the tests talk to the
+OpenAI clients pointed at one `durable_responses.testing.FakeModel` per test module; the tests talk to the
 server with the unmodified `openai` client. `Tee` keeps the raw SSE bytes the SDK's own stream
 consumed, so a live stream is compared, payload by payload, with a full replay
 (`GET /responses/{id}?stream=true`), and every raw event is validated against the Open
@@ -29,7 +29,7 @@ from openai.types.responses import ResponseOutputItem
 from openai.types.responses.response_output_item import McpApprovalRequest
 from pydantic import TypeAdapter
 
-from server.testing import FakeModel, Usage
+from durable_responses.testing import FakeModel, Usage
 from tests.agents import apps
 from tests.schema_validator import validate_event, validate_response
 from tests.support.inprocess import InProcessServer

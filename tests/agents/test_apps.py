@@ -22,7 +22,7 @@ from agent_framework._workflows._checkpoint_encoding import decode_checkpoint_va
 from agent_framework.exceptions import AgentInvalidResponseException, ChatClientException
 from agent_framework_orchestrations import AgentRequestInfoResponse, HandoffAgentUserRequest
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 from tests.agents import apps
 from tests.agents.trace import (
     GENERIC_ALIAS,

@@ -2,7 +2,7 @@
 approvals pending across `kill -9` + a restart in a fresh working directory.
 
 The apps run on agent-framework's real OpenAI clients against the fake model server (in this
-process); the first server is a subprocess (`python -m server serve`) that a real SIGKILL ends.
+process); the first server is a subprocess (`python -m durable_responses serve`) that a real SIGKILL ends.
 The kill point is a condition, never a sleep: the first output delta committed (then the
 checkpoint before that superstep is committed too: the outbox commits in order), or a chosen
 agent's model call in flight with every earlier call covered by a committed checkpoint (read
@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.testing import FakeCall, FakeModel, Usage
+from durable_responses.testing import FakeCall, FakeModel, Usage
 from tests.agents import apps
 from tests.agents.hosted import approval_answer, check_event, fake, usage_of, wait_terminal
 from tests.support.inprocess import InProcessServer

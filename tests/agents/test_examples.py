@@ -28,7 +28,7 @@ def _validate(srv: InProcessServer, response: Any) -> None:
 
 
 def test_tools_example_runs_a_tool_and_waits_for_approval(database_url: str, tmp_path: Path) -> None:
-    with InProcessServer(database_url, app="server.examples.tools:tools_agent") as srv:
+    with InProcessServer(database_url, app="durable_responses.examples.tools:tools_agent") as srv:
         c = srv.client()
         r1 = c.responses.create(model="m", input="lookup_order order_id=A1")
         assert _types(r1) == ["function_call", "function_call_output", "message"]
@@ -52,7 +52,7 @@ def test_tools_example_runs_a_tool_and_waits_for_approval(database_url: str, tmp
 
 
 def test_handoff_example_continues_with_plain_messages(database_url: str) -> None:
-    with InProcessServer(database_url, app="server.examples.handoff:support") as srv:
+    with InProcessServer(database_url, app="durable_responses.examples.handoff:support") as srv:
         c = srv.client()
         r1 = c.responses.create(model="m", input="I have a billing question")
         assert _types(r1) == ["function_call", "function_call_output", "message"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 from tests.agents.hosted import (
     Servers,
     Tee,

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 from tests.support.servers import ServerProcess
 from tests.support.sse import check_sequence, iter_frames, stream_events
 

@@ -23,7 +23,7 @@ from typing import Any
 from agent_framework import AgentResponseUpdate, Content, FileCheckpointStorage, Workflow
 from agent_framework._workflows._checkpoint_encoding import decode_checkpoint_value
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 from tests.agents import apps
 
 SCENARIOS = [

@@ -31,7 +31,7 @@ from agent_framework import (
     response_handler,
 )
 
-from server.examples.countdown import countdown, last_user_text, parse_countdown_request
+from durable_responses.examples.countdown import countdown, last_user_text, parse_countdown_request
 
 RECORD_RUN_CALLS_ENV = "RECORD_RUN_CALLS"
 RECORD_STEPS_ENV = "RECORD_STEPS"
@@ -198,7 +198,7 @@ class _ContextEcho(Executor):
 
     @handler
     async def run(self, messages: list[Message], ctx: WorkflowContext[None, str]) -> None:
-        from server import request_context
+        from durable_responses import request_context
 
         rc = request_context()
         await ctx.yield_output(f"user={rc.user_id} call={rc.foundry_call_id} session={rc.session_id}")

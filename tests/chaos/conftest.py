@@ -30,7 +30,7 @@ from tests.support.servers import ROOT, ServerProcess
 from .checks import SUMMARIES
 from .harness import DbWatch
 
-COUNTDOWN = "server.examples.countdown:countdown"
+COUNTDOWN = "durable_responses.examples.countdown:countdown"
 TEMPLATE_DB = "chaos_template"
 
 
@@ -50,7 +50,7 @@ def chaos_pg() -> Iterator[OwnPostgres]:
         pg.start()
         pg.create_database(TEMPLATE_DB)
         subprocess.run(
-            [sys.executable, "-m", "server", "migrate", "--database-url", pg.url(TEMPLATE_DB)],
+            [sys.executable, "-m", "durable_responses", "migrate", "--database-url", pg.url(TEMPLATE_DB)],
             cwd=ROOT,
             check=True,
             capture_output=True,

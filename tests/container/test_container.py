@@ -245,7 +245,7 @@ def test_sigterm_lets_foreground_finish_and_leaves_background_to_recovery(
         "-v",
         f"{volume}:/data",
         "-e",
-        "DURABLE_RESPONSES_APP=server.examples:countdown",
+        "DURABLE_RESPONSES_APP=durable_responses.examples:countdown",
         "-e",
         "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS=20",
         "-e",

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.crash
 
 COUNTDOWN = "tests.apps.workflows:recording_countdown"
 SILENT_PREFIX = "tests.apps.workflows:silent_prefix"
-APPROVAL = "server.examples.approval:approval"
+APPROVAL = "durable_responses.examples.approval:approval"
 
 
 def _tick_of(event: dict[str, Any]) -> str | None:

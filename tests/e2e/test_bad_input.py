@@ -14,7 +14,7 @@ import pytest
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import assert_error_shape, sse_get, wait_status
 
-COUNTDOWN = "server.examples.countdown:countdown"
+COUNTDOWN = "durable_responses.examples.countdown:countdown"
 
 
 def test_bad_requests_and_tenancy(shared_server: InProcessServer) -> None:

@@ -34,8 +34,8 @@ from tests.support.inprocess import InProcessServer
 from tests.support.responses import assert_error_shape, retrieve
 from tests.support.waits import wait_until
 
-APPROVAL = "server.examples.approval:approval"
-ECHO_AGENT = "server.examples.echo_agent:echo_agent"
+APPROVAL = "durable_responses.examples.approval:approval"
+ECHO_AGENT = "durable_responses.examples.echo_agent:echo_agent"
 TYPED_HITL = "tests.e2e.test_continuations:typed_hitl"
 TYPED_TYPES = "tests.e2e.test_continuations:Ticket,tests.e2e.test_continuations:Form"
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]
@@ -356,7 +356,7 @@ def test_item_reference_is_resolved_for_a_workflow(shared_server: InProcessServe
         assert _texts(again) == _texts(first) and _texts(first), (first, again)
 
 
-COUNTDOWN = "server.examples.countdown:countdown"
+COUNTDOWN = "durable_responses.examples.countdown:countdown"
 
 
 def test_conversation_turn_after_a_cancelled_turn_continues_the_last_finished_one(

@@ -43,7 +43,7 @@ def _output_ids(srv: InProcessServer, rid: str) -> list[str]:
 def test_refused_checkpoint_commit_stops_the_run_and_recovery_resumes_the_paired_checkpoint(
     database_url: str, inproc_factory: Factory
 ) -> None:
-    srv = inproc_factory(database_url, "server.examples.countdown:countdown")
+    srv = inproc_factory(database_url, "durable_responses.examples.countdown:countdown")
     client = srv.client()
     bg = client.responses.create(model="m", input="12 delay=0.3", background=True)
     wait_until(lambda: len(retrieve(srv, bg.id)["output"]) >= 2, 20)
@@ -209,7 +209,7 @@ def test_a_reply_is_not_lost_when_the_run_stops_between_restore_and_delivery(
     refused write; the refused write is deterministic, so it is the one pinned here."""
     srv = inproc_factory(
         database_url,
-        "server.examples.approval:approval",
+        "durable_responses.examples.approval:approval",
         env={"DURABLE_RESPONSES_RECOVERY_INTERVAL": "2"},
     )
     client = srv.client()

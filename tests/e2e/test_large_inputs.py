@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.protocol.ids import input_item_id
+from durable_responses.protocol.ids import input_item_id
 from tests.support.pg import _migrated_pg
 from tests.support.responses import assert_error_shape, wait_status
 from tests.support.servers import ServerProcess

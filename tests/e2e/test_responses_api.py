@@ -20,9 +20,9 @@ from tests.support.inprocess import InProcessServer
 from tests.support.responses import assert_error_shape, dump, sse_get, wait_status
 from tests.support.sse import parse_sse
 
-ECHO_AGENT = "server.examples.echo_agent:echo_agent"
-COUNTDOWN = "server.examples.countdown:countdown"
-APPROVAL = "server.examples.approval:approval"
+ECHO_AGENT = "durable_responses.examples.echo_agent:echo_agent"
+COUNTDOWN = "durable_responses.examples.countdown:countdown"
+APPROVAL = "durable_responses.examples.approval:approval"
 
 
 def check_events(events: list[Any]) -> list[dict[str, Any]]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from server import cli
-from server.settings import Settings
+from durable_responses import cli
+from durable_responses.settings import Settings
 from tests.schema_validator import validate_event, validate_response
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import dump
@@ -37,7 +37,7 @@ def test_create_stream_retrieve(shared_server: InProcessServer) -> None:
 def test_serves_on_uvloop(tmp_path: Path) -> None:
     """The server runs on uvloop with uvicorn's httptools parser (dependencies of the package;
     about 1 ms less per request on the way to the first event than the stdlib loop and h11).
-    `python -m server serve` itself (no spare), on a SQLite file that does not exist yet: the
+    `python -m durable_responses serve` itself (no spare), on a SQLite file that does not exist yet: the
     server creates and migrates it."""
     db_file = tmp_path / "x.db"
     srv = ServerProcess(

@@ -1,6 +1,6 @@
 """`serve --workers N`: N replicas on one port (PostgreSQL), refused on SQLite.
 
-Real subprocesses: the supervisor is `python -m server serve --workers 2`, its workers are the
+Real subprocesses: the supervisor is `python -m durable_responses serve --workers 2`, its workers are the
 same command with one process each; the kernel (SO_REUSEPORT) spreads new connections over them.
 """
 
@@ -56,7 +56,7 @@ def _start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> sub
 
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "server", *argv],
+            [sys.executable, "-m", "durable_responses", *argv],
             cwd=log.parent,
             env={**os.environ, "PYTHONPATH": str(ROOT), **TEST_ENV, **(env or {})},
             stdout=out,
@@ -152,7 +152,14 @@ def test_a_worker_that_dies_stops_the_supervisor_non_zero(pg_url: str, tmp_path:
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_sqlite_refuses_more_than_one_worker(tmp_path: Path, how: str) -> None:
 
-    argv = [sys.executable, "-m", "server", "serve", "--database-url", f"sqlite:///{tmp_path / 'db.sqlite'}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "durable_responses",
+        "serve",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if how == "flag":
         argv += ["--workers", "2"]

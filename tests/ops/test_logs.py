@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 
 from .conftest import start
 from .otlp import HttpReceiver
@@ -85,7 +85,7 @@ def test_redaction_is_a_second_wall() -> None:
     """Whatever a library might log, secret-looking strings are masked on the way out."""
     import logging
 
-    from server.observability.logs import JsonFormatter, Redact
+    from durable_responses.observability.logs import JsonFormatter, Redact
 
     record = logging.LogRecord(
         "x", logging.WARNING, __file__, 1, "key %s url %s", (SECRET, "postgresql://u:pw@db/x"), None

@@ -88,7 +88,7 @@ def test_store_counters_never_go_down_when_a_store_is_gone() -> None:
     import gc
     from types import SimpleNamespace
 
-    from server.observability import metrics
+    from durable_responses.observability import metrics
 
     def events() -> float:
         return _parse(metrics.text().decode())[("durable_responses_events_committed_total", ())]

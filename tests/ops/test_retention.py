@@ -15,13 +15,13 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from server.protocol.sse import dumps
-from server.store import EventRow, ResponseRow, Store
-from server.store import _tables as t
+from durable_responses.protocol.sse import dumps
+from durable_responses.store import EventRow, ResponseRow, Store
+from durable_responses.store import _tables as t
 from tests.support.inprocess import InProcessServer
 from tests.support.servers import ROOT
 
-APPROVAL = "server.examples.approval:approval"
+APPROVAL = "durable_responses.examples.approval:approval"
 DAY = 86400.0
 BY_RESPONSE = (t.input_items, t.output_items, t.events, t.checkpoints, t.checkpoint_log, t.pending_requests)
 
@@ -169,7 +169,7 @@ def test_purge_command_dry_run_changes_nothing(tmp_path: Path) -> None:
 
     def purge(*args: str) -> str:
         out = subprocess.run(
-            [sys.executable, "-m", "server", "purge", "--database-url", url, *args],
+            [sys.executable, "-m", "durable_responses", "purge", "--database-url", url, *args],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from opentelemetry.sdk.trace.sampling import Decision
 
-from server.observability.settings import Exporter, ObservabilitySettings
-from server.observability.tracing import sampler_for
-from server.store.retention import parse_duration
+from durable_responses.observability.settings import Exporter, ObservabilitySettings
+from durable_responses.observability.tracing import sampler_for
+from durable_responses.store.retention import parse_duration
 
 
 def test_off_unless_configured() -> None:

@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased,
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from server.observability.spans import LeanSpan, LeanTracer, Recorder
-from server.observability.tracing import EXECUTOR_STEPS, Exporting, is_model_call
+from durable_responses.observability.spans import LeanSpan, LeanTracer, Recorder
+from durable_responses.observability.tracing import EXECUTOR_STEPS, Exporting, is_model_call
 
 RESOURCE = Resource.create({"service.name": "spans-test"})
 
@@ -255,7 +255,7 @@ def test_checkpoints_durable_together_share_a_commit_span() -> None:
     its batch."""
     import asyncio
 
-    from server.runtime.telemetry import RunTrace
+    from durable_responses.runtime.telemetry import RunTrace
 
     provider, out = lean()
     tracer = provider.get_tracer("durable_responses")

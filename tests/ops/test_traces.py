@@ -1,7 +1,7 @@
 """Traces, end to end: the real OTLP exporters send to a receiver on loopback.
 
 One background response on a workflow of two real agents (agent-framework's `Agent` on its
-OpenAI client, talking to `server.testing.FakeModel`) is killed with `kill -9` mid-run and
+OpenAI client, talking to `durable_responses.testing.FakeModel`) is killed with `kill -9` mid-run and
 recovered by a second server; the receiver then holds one trace: the request span (whose parent
 is the caller's `traceparent`), the run span of each life (the first emitted by the recovering
 replica under the id its children name, the second linked to it), superstep and commit spans,
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from server.observability.tracing import EXECUTOR_STEPS
-from server.testing import FakeModel
+from durable_responses.observability.tracing import EXECUTOR_STEPS
+from durable_responses.testing import FakeModel
 
 from .conftest import start
 from .otlp import GrpcReceiver, HttpReceiver, Span

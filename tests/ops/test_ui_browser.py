@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.testing import FakeModel
+from durable_responses.testing import FakeModel
 from tests.support.inprocess import InProcessServer
 from tests.support.tools import need
 from tests.surface import node

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def migrate(url: str) -> subprocess.CompletedProcess[str]:
     """`durable-responses migrate` of this checkout on `url`, in a process of its own."""
     return subprocess.run(
-        [sys.executable, "-m", "server", "migrate", "--database-url", url],
+        [sys.executable, "-m", "durable_responses", "migrate", "--database-url", url],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from server.service import StartupError, prepare
-from server.settings import Settings
+from durable_responses.service import StartupError, prepare
+from durable_responses.settings import Settings
 from tests.support.inprocess import TEST_ENV, InProcessServer
 from tests.support.pgserver import OwnPostgres
 from tests.support.servers import ServerProcess
@@ -31,7 +31,7 @@ from tests.support.sse import check_sequence, stream_events
 from .conftest import migrate, require_pgbouncer
 from .pgbouncer import PgBouncer, PoolMode
 
-APP = "server.examples.countdown:countdown"
+APP = "durable_responses.examples.countdown:countdown"
 
 
 @pytest.fixture(params=["transaction", "session"])
@@ -144,7 +144,7 @@ def test_the_pooler_probe_agrees_under_concurrent_first_connections(
     transaction pooler is in front, while another replica keeps the pooler's sessions busy: every
     one must get the same, right answer. (A connection told "no pooler" behind a transaction
     pooler keeps named prepared statements, which the next transaction's session lacks.)"""
-    from server.store._engine import ConnectionOptions, pg_connector
+    from durable_responses.store._engine import ConnectionOptions, pg_connector
 
     url = bouncer.url(empty_database)
     expected = bouncer.pool_mode == "transaction"
@@ -193,9 +193,9 @@ def test_a_misled_pooler_probe_is_corrected_at_the_first_missing_statement(
     the writer reconnects: a few 503s (`pooler`) at most, then none, reads and writes alike."""
     import logging
 
-    from server.store import DatabaseUnavailable, Store, Unavailable
-    from server.store._engine import ConnectionOptions
-    from server.store._pg_connect import PgConnector
+    from durable_responses.store import DatabaseUnavailable, Store, Unavailable
+    from durable_responses.store._engine import ConnectionOptions
+    from durable_responses.store._pg_connect import PgConnector
     from tests.store.helpers import event, owned
 
     require_pgbouncer()

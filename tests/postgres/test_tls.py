@@ -10,10 +10,10 @@ from urllib.parse import quote
 
 import pytest
 
-from server.store import DatabaseUnavailable, Store, Unavailable
-from server.store._engine import ConnectionOptions
-from server.store.errors import DatabaseSetupError
-from server.store.preflight import check_database
+from durable_responses.store import DatabaseUnavailable, Store, Unavailable
+from durable_responses.store._engine import ConnectionOptions
+from durable_responses.store.errors import DatabaseSetupError
+from durable_responses.store.preflight import check_database
 from tests.support.pgserver import OwnPostgres
 
 from . import pgbouncer

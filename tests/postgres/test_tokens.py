@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from server.store import DatabaseUnavailable, Store, Unavailable, Write
-from server.store.errors import DatabaseSetupError
-from server.store.preflight import check_database
-from server.store.settings import StoreSettings
+from durable_responses.store import DatabaseUnavailable, Store, Unavailable, Write
+from durable_responses.store.errors import DatabaseSetupError
+from durable_responses.store.preflight import check_database
+from durable_responses.store.settings import StoreSettings
 from tests.store.helpers import event, events, owned
 from tests.support.pgserver import OwnPostgres
 

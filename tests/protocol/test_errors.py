@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.protocol import errors
-from server.protocol.errors import ProtocolError, error_body
+from durable_responses.protocol import errors
+from durable_responses.protocol.errors import ProtocolError, error_body
 
 
 def test_body_shape() -> None:

@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 from schema_validator import validate_event
 
-from server.protocol import events, items
-from server.protocol.request import parse_create_request
-from server.protocol.response import build_response
+from durable_responses.protocol import events, items
+from durable_responses.protocol.request import parse_create_request
+from durable_responses.protocol.response import build_response
 
 
 def _resp(status: str) -> dict[str, Any]:

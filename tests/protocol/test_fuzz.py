@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schema_validator import validate_response
 
-from server.protocol import ProtocolError
-from server.protocol.request import KNOWN_PARAMETERS, CreateRequest, parse_create_request
-from server.protocol.response import build_response
+from durable_responses.protocol import ProtocolError
+from durable_responses.protocol.request import KNOWN_PARAMETERS, CreateRequest, parse_create_request
+from durable_responses.protocol.response import build_response
 
 _scalars = (
     st.none()

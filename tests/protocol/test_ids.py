@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from server.protocol import ids
+from durable_responses.protocol import ids
 
 
 def test_new_response_id() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from schema_validator import validate, validate_item
 
-from server.protocol import items
+from durable_responses.protocol import items
 
 
 @pytest.mark.parametrize("status", ["in_progress", "completed", "incomplete"])

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from server.protocol import ProtocolError
-from server.protocol._check import json_copy
-from server.protocol.request import CreateRequest, parse_create_request
-from server.protocol.sse import dumps
+from durable_responses.protocol import ProtocolError
+from durable_responses.protocol._check import json_copy
+from durable_responses.protocol.request import CreateRequest, parse_create_request
+from durable_responses.protocol.sse import dumps
 
 N = 100_000
 

@@ -2,8 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from server.protocol import ProtocolError
-from server.protocol.request import ListParams, StreamParams, parse_list_params, parse_stream_params
+from durable_responses.protocol import ProtocolError
+from durable_responses.protocol.request import (
+    ListParams,
+    StreamParams,
+    parse_list_params,
+    parse_stream_params,
+)
 
 
 def test_list_defaults() -> None:

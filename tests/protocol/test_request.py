@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from schema_validator import validate_item
 
-from server.protocol import ProtocolError
-from server.protocol.request import KNOWN_PARAMETERS, CreateRequest, parse_create_request
+from durable_responses.protocol import ProtocolError
+from durable_responses.protocol.request import KNOWN_PARAMETERS, CreateRequest, parse_create_request
 
 USER_HI = {
     "type": "message",

@@ -5,9 +5,9 @@ import json
 import pytest
 from schema_validator import validate_response
 
-from server.protocol import items
-from server.protocol.request import CreateRequest, parse_create_request
-from server.protocol.response import build_response, deleted_body, list_body, usage
+from durable_responses.protocol import items
+from durable_responses.protocol.request import CreateRequest, parse_create_request
+from durable_responses.protocol.response import build_response, deleted_body, list_body, usage
 
 REQUIRED = {
     "id",

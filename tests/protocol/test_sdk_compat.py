@@ -14,10 +14,10 @@ import openai
 import pytest
 from schema_validator import validate_event, validate_response
 
-from server.protocol import events, ids, items, sse
-from server.protocol.errors import ProtocolError
-from server.protocol.request import parse_create_request
-from server.protocol.response import build_response, usage
+from durable_responses.protocol import events, ids, items, sse
+from durable_responses.protocol.errors import ProtocolError
+from durable_responses.protocol.request import parse_create_request
+from durable_responses.protocol.response import build_response, usage
 
 REPLY = "Hello there"
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from server.protocol import sse
+from durable_responses.protocol import sse
 
 
 def test_frame() -> None:

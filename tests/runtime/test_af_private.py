@@ -1,4 +1,4 @@
-"""Tests for server.runtime._af_private and pending.py: the restore fix, checkpoint encoding, pending
+"""Tests for durable_responses.runtime._af_private and pending.py: the restore fix, checkpoint encoding, pending
 requests.
 
 These pin agent-framework-core 1.23.0 behaviour the host relies on; a failure after an upgrade means:
@@ -50,9 +50,9 @@ from agent_framework import (
     handler,
 )
 
-from server.examples.approval import approval_agent
-from server.examples.countdown import countdown, countdown_agent
-from server.runtime._af_private import (
+from durable_responses.examples.approval import approval_agent
+from durable_responses.examples.countdown import countdown, countdown_agent
+from durable_responses.runtime._af_private import (
     RUN_CORE_PARAMETERS,
     CheckpointTypeRefused,
     check_compatibility,
@@ -63,7 +63,7 @@ from server.runtime._af_private import (
     on_events_end,
     pace_events,
 )
-from server.runtime.pending import (
+from durable_responses.runtime.pending import (
     clean_request_info_arguments,
     pending_request_ids,
     pending_request_payloads,
@@ -150,7 +150,7 @@ def test_check_compatibility_fails_loudly_on_a_changed_run_core(monkeypatch: pyt
 
 
 def test_make_restorable_rejects_other_agents() -> None:
-    from server.examples.echo_agent import echo_agent
+    from durable_responses.examples.echo_agent import echo_agent
 
     with pytest.raises(TypeError):
         make_restorable(echo_agent())  # type: ignore[arg-type]
@@ -453,7 +453,7 @@ async def test_example_checkpoints_decode_under_the_default_allow_list(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STEP_DELAY_SECONDS", "0")
-    from server.examples.echo import echo
+    from durable_responses.examples.echo import echo
     from tests.apps.workflows import silent_prefix, two_outputs
 
     for workflow, text in [(countdown(), "2 delay=0"), (echo(), "hi"), (two_outputs(), "2 delay=0")]:

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from server.protocol.errors import ProtocolError
-from server.runtime.apps import HostedApp
-from server.runtime.continuation import Continuations
-from server.store import InputItemRow, OutputItemRow, Store, Write
+from durable_responses.protocol.errors import ProtocolError
+from durable_responses.runtime.apps import HostedApp
+from durable_responses.runtime.continuation import Continuations
+from durable_responses.store import InputItemRow, OutputItemRow, Store, Write
 from tests.store.helpers import owned, response
 
 
@@ -91,7 +91,9 @@ async def test_find_items_is_scoped_by_user_and_puts_the_original_first(store: S
 
 async def test_resolve_references_strict_and_lenient(store: Store) -> None:
     await _seed(store)
-    continuations = Continuations(store, HostedApp.load("server.examples.echo_agent:echo_agent"), ())
+    continuations = Continuations(
+        store, HostedApp.load("durable_responses.examples.echo_agent:echo_agent"), ()
+    )
     items = [
         {"type": "item_reference", "id": "msg_in"},
         _user_message("msg_new", "new"),
@@ -115,9 +117,11 @@ async def test_resolve_references_strict_and_lenient(store: Store) -> None:
 
 async def test_instructions_reach_a_plain_agent_as_a_system_message_of_this_turn_only(store: Store) -> None:
     """Regression: `instructions` were echoed in the Response but never given to the agent."""
-    from server.protocol.request import parse_create_request
+    from durable_responses.protocol.request import parse_create_request
 
-    continuations = Continuations(store, HostedApp.load("server.examples.echo_agent:echo_agent"), ())
+    continuations = Continuations(
+        store, HostedApp.load("durable_responses.examples.echo_agent:echo_agent"), ()
+    )
     req = parse_create_request({"model": "m", "input": "hi", "instructions": "Answer in French."})
     plan = await continuations.plan("alice", req, "resp_new")
     assert [(m.role, m.text) for m in plan.messages] == [("system", "Answer in French."), ("user", "hi")]

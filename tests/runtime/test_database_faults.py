@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from server.store import DatabaseUnavailable, Unavailable
+from durable_responses.store import DatabaseUnavailable, Unavailable
 from tests.support.inprocess import InProcessServer
 
-COUNTDOWN = "server.examples.countdown:countdown"
+COUNTDOWN = "durable_responses.examples.countdown:countdown"
 
 
 def _down(*_a: Any, **_k: Any) -> Any:

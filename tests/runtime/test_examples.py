@@ -1,4 +1,4 @@
-"""Tests for the example apps (server.examples) and the crash-test apps (tests.apps.workflows).
+"""Tests for the example apps (durable_responses.examples) and the crash-test apps (tests.apps.workflows).
 
 Each app runs in-process through ``agent.run(stream=True)``, as the host drives it.
 """
@@ -23,9 +23,9 @@ from agent_framework import (
     WorkflowAgent,
 )
 
-import server.examples as examples
-from server.examples.countdown import DEFAULT_COUNT, parse_countdown_request
-from server.runtime._af_private import make_restorable
+import durable_responses.examples as examples
+from durable_responses.examples.countdown import DEFAULT_COUNT, parse_countdown_request
+from durable_responses.runtime._af_private import make_restorable
 from tests.apps.workflows import RecordingWorkflowAgent, recording_countdown, silent_prefix, two_outputs
 
 
@@ -187,7 +187,7 @@ async def test_echo_agent_counts_turns_from_history() -> None:
 
 
 async def test_echo_agent_calls_a_declared_tool() -> None:
-    from server.runtime.messages import declaration_tools
+    from durable_responses.runtime.messages import declaration_tools
 
     tools = declaration_tools([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}])
     updates = await _updates(examples.echo_agent(), "call lookup now", tools=tools)

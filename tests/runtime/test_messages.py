@@ -1,4 +1,4 @@
-"""Tests for server.runtime.messages: Responses items <-> agent_framework messages, request tools."""
+"""Tests for durable_responses.runtime.messages: Responses items <-> agent_framework messages, request tools."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from agent_framework import FunctionTool, Message
 
-from server.examples.echo_agent import echo_agent
-from server.runtime.messages import (
+from durable_responses.examples.echo_agent import echo_agent
+from durable_responses.runtime.messages import (
     ReplyTypeError,
     declaration_tools,
     function_output_value,

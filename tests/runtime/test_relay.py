@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from server.runtime.registry import RunRegistry
-from server.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
-from server.store import Store, Write
+from durable_responses.runtime.registry import RunRegistry
+from durable_responses.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
+from durable_responses.store import Store, Write
 from tests.store.helpers import event, events, owned
 
 _ID = re.compile(rb"\nid: (\d+)\n")

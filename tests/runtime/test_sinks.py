@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from server.protocol import events as ev
-from server.protocol import items
-from server.runtime.memory import MemorySink
-from server.runtime.sinks import SqlSink
-from server.store import LeaseLost, Store
+from durable_responses.protocol import events as ev
+from durable_responses.protocol import items
+from durable_responses.runtime.memory import MemorySink
+from durable_responses.runtime.sinks import SqlSink
+from durable_responses.store import LeaseLost, Store
 from tests.store.helpers import checkpoint, event, owned
 
 

@@ -23,9 +23,9 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from server.store import Store
-from server.store._tables import ALL_TABLES
-from server.store.migrate import upgrade
+from durable_responses.store import Store
+from durable_responses.store._tables import ALL_TABLES
+from durable_responses.store.migrate import upgrade
 
 # The same variable as tests/conftest.py: the admin URL of the PostgreSQL server to test on.
 PG_ADMIN_URL = os.environ.get("DURABLE_RESPONSES_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")

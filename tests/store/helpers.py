@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Table, func, select
 
-from server.store import (
+from durable_responses.store import (
     CheckpointRow,
     EventRow,
     InputItemRow,

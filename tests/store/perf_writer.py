@@ -55,7 +55,7 @@ FIGURES = (
 
 
 async def _measure(url: str, n_steps: int) -> dict[str, float]:
-    from server.store import (
+    from durable_responses.store import (
         CheckpointRow,
         EventRow,
         Finish,
@@ -224,7 +224,7 @@ def _run(tree: Path, url: str, n_steps: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     if url.startswith("sqlite"):
         subprocess.run(
-            [sys.executable, "-m", "server", "migrate", "--database-url", url],
+            [sys.executable, "-m", "durable_responses", "migrate", "--database-url", url],
             cwd=tree,
             env=env,
             check=True,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from server.store import (
+from durable_responses.store import (
     DuplicateResponse,
     EventRow,
     Finish,
@@ -23,7 +23,7 @@ from server.store import (
     StoreError,
     Write,
 )
-from server.store import _tables as t
+from durable_responses.store import _tables as t
 
 from .conftest import LEASE_SECONDS, StoreFactory
 from .helpers import (

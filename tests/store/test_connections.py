@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from sqlalchemy import text
 
-from server.store import ConnectionOptions, Store
-from server.store.settings import StoreSettings
+from durable_responses.store import ConnectionOptions, Store
+from durable_responses.store.settings import StoreSettings
 
 
 async def _until(cond: object, timeout: float = 5) -> bool:

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from server.store import (
+from durable_responses.store import (
     BadDatabaseURL,
     DatabaseUnavailable,
     LeaseLost,
@@ -28,7 +28,7 @@ from server.store import (
     classify,
     normalize_url,
 )
-from server.store._pg_connect import PreparedStatements, libpq_dsn, prepared_statements_option
+from durable_responses.store._pg_connect import PreparedStatements, libpq_dsn, prepared_statements_option
 from tests.support.pgserver import free_port
 
 from .helpers import checkpoint, event, response

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from server.store import DatabaseUnavailable, Store, Unavailable, Write
-from server.store._in_doubt import committed_anyway
-from server.store._lockfile import LockFile
-from server.store._pg_writer import PgWriter
-from server.store.health import DatabaseHealth, Op
+from durable_responses.store import DatabaseUnavailable, Store, Unavailable, Write
+from durable_responses.store._in_doubt import committed_anyway
+from durable_responses.store._lockfile import LockFile
+from durable_responses.store._pg_writer import PgWriter
+from durable_responses.store.health import DatabaseHealth, Op
 
 from .helpers import checkpoint, event, owned, response
 

@@ -1,7 +1,7 @@
 """Migrations and database URLs: the Alembic history is the schema, on both dialects.
 
 - upgrade head -> downgrade base -> upgrade head round-trips;
-- the migrated schema is exactly `server.store._tables.metadata` (alembic `compare_metadata`);
+- the migrated schema is exactly `durable_responses.store._tables.metadata` (alembic `compare_metadata`);
 - `check_schema` refuses an out-of-date database with a message that names the command;
 - concurrent `migrate` runs against one fresh database both succeed and apply the schema once;
 - a failed upgrade applies nothing (every migration of one run is one transaction);
@@ -22,10 +22,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from server.store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url, open_database
-from server.store._engine import raw_pg_dsn, sync_engine_for_migrations
-from server.store._tables import ALL_TABLES, metadata
-from server.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
+from durable_responses.store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url, open_database
+from durable_responses.store._engine import raw_pg_dsn, sync_engine_for_migrations
+from durable_responses.store._tables import ALL_TABLES, metadata
+from durable_responses.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
 
 from .conftest import PgServer
 
@@ -155,7 +155,7 @@ async def _migrate_in_subprocess(url: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "import sys; from server.store.migrate import upgrade; print(upgrade(sys.argv[1]))",
+        "import sys; from durable_responses.store.migrate import upgrade; print(upgrade(sys.argv[1]))",
         url,
         cwd=REPO,
         stdout=asyncio.subprocess.PIPE,
@@ -225,7 +225,7 @@ def test_raw_connections_get_libpq_sslmode() -> None:
 
 async def test_fast_path_writer_connects_with_sslmode(pg_url: str) -> None:
     """The outbox's own asyncpg connection honours a URL that carries `sslmode`."""
-    from server.store import Write
+    from durable_responses.store import Write
 
     from .helpers import events, owned
 
@@ -290,7 +290,7 @@ def test_in_memory_sqlite_is_refused(raw: str) -> None:
 def _revisions() -> list[str]:
     from alembic.script import ScriptDirectory
 
-    from server.store.migrate import alembic_config
+    from durable_responses.store.migrate import alembic_config
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return [r.revision for r in reversed(list(script.walk_revisions()))]

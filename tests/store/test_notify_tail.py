@@ -1,7 +1,7 @@
 """The notifier's committed tail: what a local relay may send without reading the table."""
 
-from server.store.notify import Notifier
-from server.store.records import EventRow
+from durable_responses.store.notify import Notifier
+from durable_responses.store.records import EventRow
 
 
 def rows(a: int, b: int) -> list[EventRow]:

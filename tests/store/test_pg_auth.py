@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from server.store._pg_auth import Token, TokenError, TokenProvider, _parse
-from server.store.settings import StoreSettings
+from durable_responses.store._pg_auth import Token, TokenError, TokenProvider, _parse
+from durable_responses.store.settings import StoreSettings
 
 
 def _jwt(exp: float) -> str:

@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 from sqlalchemy import text
 
-from server.store import LeaseLost, Store, Write
+from durable_responses.store import LeaseLost, Store, Write
 
 from .helpers import events, owned
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from server.store import ConnectionOptions, Store, Write
+from durable_responses.store import ConnectionOptions, Store, Write
 
 from .helpers import events, owned
 

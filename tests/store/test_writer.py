@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from server.store import EventRow, Finish, Store, StoreError, Write, WriteKind, _sql
-from server.store import _tables as t
+from durable_responses.store import EventRow, Finish, Store, StoreError, Write, WriteKind, _sql
+from durable_responses.store import _tables as t
 
 from .conftest import StoreFactory
 from .helpers import checkpoint, event, events, output_item, owned, pending
@@ -200,8 +200,8 @@ async def test_a_new_writer_connection_runs_its_statements_without_type_lookups(
     """On a new connection (after a reset, say) the writer's first statements go out alone: no
     type lookup before them (asyncpg looks an `int4[]` parameter's type up first: 3 queries,
     0.6 s over a 100 ms round trip). Each kind of the fast paths, and a commit read back."""
-    from server.store._in_doubt import Lookup
-    from server.store._pg_writer import PgWriter
+    from durable_responses.store._in_doubt import Lookup
+    from durable_responses.store._pg_writer import PgWriter
 
     queries: list[str] = []
     assert store.db.connect_raw is not None

@@ -22,8 +22,8 @@ from typing import Any
 
 import uvicorn
 
-from server.service import Service, build
-from server.settings import Settings
+from durable_responses.service import Service, build
+from durable_responses.settings import Settings
 
 from .servers import RUNNING, TEST_ENV, free_port
 

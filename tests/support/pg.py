@@ -115,7 +115,7 @@ def _template_database() -> str:
         _pg_admin(f'CREATE DATABASE "{name}"')
         url = f"{_base()}/{name}"
         subprocess.run(
-            [sys.executable, "-m", "server", "migrate", "--database-url", url],
+            [sys.executable, "-m", "durable_responses", "migrate", "--database-url", url],
             cwd=ROOT,
             check=True,
             capture_output=True,

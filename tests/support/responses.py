@@ -70,7 +70,7 @@ def output_texts(response: Any) -> list[str]:
 
 
 def countdown_ticks(n: int) -> list[str]:
-    """What `server.examples.countdown` outputs for "n": tick n ... tick 0."""
+    """What `durable_responses.examples.countdown` outputs for "n": tick n ... tick 0."""
     return [f"tick {i}" for i in range(n, -1, -1)]
 
 

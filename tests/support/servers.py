@@ -4,11 +4,11 @@ that must `kill -9` it, SIGTERM it, or start another on the same database.
 Start-up is most of a crash test's cost (~3 s on this machine, 2 s of it importing the
 framework), so a server normally starts from a *spare*: a Python process spawned ahead of
 time that has imported the server's modules and waits for its command line on stdin. It then
-sets the test's environment and working directory and calls `server.cli.main(argv)`, the
-function `python -m server` calls: the same `serve` from argument parsing on (settings, app
+sets the test's environment and working directory and calls `durable_responses.cli.main(argv)`, the
+function `python -m durable_responses` calls: the same `serve` from argument parsing on (settings, app
 loading, migration, uvicorn, signal handling), in a process of its own that `kill -9` ends
 like any other. The app module (`--app`) is imported by `serve` itself, after the command
-line arrived. `ServerProcess(..., cold=True)` runs `python -m server serve` instead, for
+line arrived. `ServerProcess(..., cold=True)` runs `python -m durable_responses serve` instead, for
 tests of the command itself. Only the test suite turns spares on (`keep_spares`).
 """
 
@@ -103,7 +103,7 @@ _SPARE = """
 import json, os, sys
 import uvicorn, uvloop, httptools  # what `serve` imports on its way to listening
 import agent_framework
-import server.cli, server.service, server.http.app, server.runtime.host
+import durable_responses.cli, durable_responses.service, durable_responses.http.app, durable_responses.runtime.host
 line = sys.stdin.readline()
 if not line:
     sys.exit(0)
@@ -116,7 +116,7 @@ os.environ.clear()
 os.environ.update(cfg["env"])
 os.chdir(cfg["cwd"])
 sys.argv = ["durable-responses", *cfg["argv"]]
-server.cli.main(cfg["argv"])
+durable_responses.cli.main(cfg["argv"])
 """
 
 _spares: list[subprocess.Popen[bytes]] = []
@@ -234,7 +234,7 @@ class ServerProcess:
         if spare is None:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "server", *self._argv()],
+                    [sys.executable, "-m", "durable_responses", *self._argv()],
                     cwd=self.workdir,
                     env=env,
                     stdout=log,

@@ -1,6 +1,6 @@
 """The one SSE parser of the test suite, and the checks every full replay must pass.
 
-Terminal event types and statuses come from `server.protocol`, so a test cannot disagree with
+Terminal event types and statuses come from `durable_responses.protocol`, so a test cannot disagree with
 the server about what ends a response.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from server.protocol.events import TERMINAL_EVENT_TYPES
-from server.store import TERMINAL_STATUSES
+from durable_responses.protocol.events import TERMINAL_EVENT_TYPES
+from durable_responses.store import TERMINAL_STATUSES
 
 __all__ = [
     "TERMINAL_EVENT_TYPES",

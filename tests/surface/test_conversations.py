@@ -29,7 +29,7 @@ ITEM = TypeAdapter(ConversationItem)
 
 @pytest.fixture
 def agent_server(database_url: str) -> Iterator[InProcessServer]:
-    with InProcessServer(database_url, "server.examples.echo_agent:echo_agent") as srv:
+    with InProcessServer(database_url, "durable_responses.examples.echo_agent:echo_agent") as srv:
         yield srv
 
 
@@ -158,7 +158,7 @@ def test_tenant_walls_and_errors(agent_server: InProcessServer) -> None:
 
 
 def test_a_workflow_turn_takes_hand_added_items_as_its_input(database_url: str) -> None:
-    with InProcessServer(database_url, "server.examples.echo:echo") as srv:
+    with InProcessServer(database_url, "durable_responses.examples.echo:echo") as srv:
         client = srv.client()
         conv = client.conversations.create()
         client.conversations.items.create(conv.id, items=[{"role": "user", "content": "added by hand"}])

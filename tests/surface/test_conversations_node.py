@@ -9,6 +9,6 @@ from . import node
 
 
 def test_node_sdk_runs_the_conversations_flow(database_url: str) -> None:
-    with InProcessServer(database_url, "server.examples.echo_agent:echo_agent") as srv:
+    with InProcessServer(database_url, "durable_responses.examples.echo_agent:echo_agent") as srv:
         out = node.run("conversations.mjs", {"BASE_URL": srv.base_url + "/v1"})
     assert out.strip().endswith("ok")

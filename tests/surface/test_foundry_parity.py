@@ -11,7 +11,7 @@ import httpx
 import pytest
 import yaml
 
-from server.settings import Settings
+from durable_responses.settings import Settings
 from tests.support.inprocess import InProcessServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
         "FOUNDRY_AGENT_VERSION": "3",
         "FOUNDRY_AGENT_SESSION_ID": "platform-session",
     }
-    with InProcessServer(f"sqlite:///{db}", "server.examples.countdown:countdown", env=env) as s:
+    with InProcessServer(f"sqlite:///{db}", "durable_responses.examples.countdown:countdown", env=env) as s:
         yield s
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from server.store import Store
+from durable_responses.store import Store
 from tests.support.inprocess import InProcessServer
 
 from .receiver import Receiver
@@ -52,7 +52,9 @@ def _deliveries(database_url: str, rid: str) -> list[Any]:
 
 
 def test_each_end_sends_its_signed_event(database_url: str, receiver: Receiver) -> None:
-    with InProcessServer(database_url, "server.examples.countdown:countdown", env=receiver.env()) as srv:
+    with InProcessServer(
+        database_url, "durable_responses.examples.countdown:countdown", env=receiver.env()
+    ) as srv:
         client = srv.client()
         done = client.responses.create(model="any", input="2 delay=0", background=True)
         slow = client.responses.create(model="any", input="50 delay=0.2", background=True)
@@ -95,7 +97,7 @@ def test_a_delivery_that_never_succeeds_ends_failed_and_says_so(
     receiver = Receiver(fail_first=1000).start()
     env = receiver.env(DURABLE_RESPONSES_WEBHOOK_MAX_ATTEMPTS="2")
     try:
-        with InProcessServer(database_url, "server.examples.echo:echo", env=env) as srv:
+        with InProcessServer(database_url, "durable_responses.examples.echo:echo", env=env) as srv:
             r = srv.client().responses.create(model="any", input="hi", background=True)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and receiver.attempts < 2:
@@ -116,7 +118,7 @@ def test_kill_9_before_the_delivery_still_delivers_after_restart(
     env = receiver.env(DURABLE_RESPONSES_WEBHOOK_TIMEOUT_SECONDS="1")
     try:
         srv = server_factory(
-            database_url, "server.examples.echo:echo", env=env, workdir=tmp_path / "w"
+            database_url, "durable_responses.examples.echo:echo", env=env, workdir=tmp_path / "w"
         ).start()
         r = srv.client().responses.create(model="any", input="survive", background=True)
         # The terminal event is committed and the first attempt is on the wire, unanswered.
@@ -124,7 +126,9 @@ def test_kill_9_before_the_delivery_still_delivers_after_restart(
         assert srv.client().responses.retrieve(r.id).status == "completed"
         srv.kill()
         receiver.release()
-        again = server_factory(database_url, "server.examples.echo:echo", env=env, workdir=tmp_path / "w")
+        again = server_factory(
+            database_url, "durable_responses.examples.echo:echo", env=env, workdir=tmp_path / "w"
+        )
         again.start()
         (d,) = receiver.wait_for(1, timeout=30)
         assert d.event.type == "response.completed" and d.event.data.id == r.id
@@ -136,8 +140,8 @@ def test_kill_9_before_the_delivery_still_delivers_after_restart(
 def test_two_replicas_deliver_each_event_exactly_once(pg_database_url: str, receiver: Receiver) -> None:
     env = receiver.env()
     with (
-        InProcessServer(pg_database_url, "server.examples.echo:echo", env=env) as a,
-        InProcessServer(pg_database_url, "server.examples.echo:echo", env=env) as b,
+        InProcessServer(pg_database_url, "durable_responses.examples.echo:echo", env=env) as a,
+        InProcessServer(pg_database_url, "durable_responses.examples.echo:echo", env=env) as b,
     ):
         ids = []
         for i in range(10):

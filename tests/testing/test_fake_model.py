@@ -28,9 +28,9 @@ from agent_framework_orchestrations._magentic import (
     ORCHESTRATOR_TASK_LEDGER_PLAN_PROMPT,
 )
 
-from server.testing import FakeModel, Usage
-from server.testing._prompt import Prompt, Turn
-from server.testing._rules import reply_for
+from durable_responses.testing import FakeModel, Usage
+from durable_responses.testing._prompt import Prompt, Turn
+from durable_responses.testing._rules import reply_for
 from tests.support.servers import free_port
 
 APIS = ["chat", "responses"]
@@ -285,7 +285,7 @@ def prompt_of(*turns: Turn, tools: tuple[Any, ...] = (), system: str = "") -> Pr
 
 
 def test_handoff_calls_the_named_target_never_itself() -> None:
-    from server.testing._prompt import ToolSpec
+    from durable_responses.testing._prompt import ToolSpec
 
     tools = tuple(
         ToolSpec(f"handoff_to_{n}", f"Handoff to the {n} agent.", {}) for n in ("billing", "technical")
@@ -331,7 +331,15 @@ def test_magentic_manager_prompts_are_answered_in_order() -> None:
 def test_command_line_serves_the_fake() -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.testing.fake_model", "--port", str(port), "--token-delay-ms", "1"],
+        [
+            sys.executable,
+            "-m",
+            "durable_responses.testing.fake_model",
+            "--port",
+            str(port),
+            "--token-delay-ms",
+            "1",
+        ],
         stdout=subprocess.PIPE,
     )
     try:

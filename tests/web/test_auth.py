@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.http.auth import Authenticator, parse_principal_keys
-from server.protocol.errors import ProtocolError
+from durable_responses.http.auth import Authenticator, parse_principal_keys
+from durable_responses.protocol.errors import ProtocolError
 
 
 def test_no_keys_the_header_is_the_partition() -> None:

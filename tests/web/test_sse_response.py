@@ -9,7 +9,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse
 
-from server.http.sse import SSE_HEADERS, StreamResponse, sse_response
+from durable_responses.http.sse import SSE_HEADERS, StreamResponse, sse_response
 
 _SCOPE = {"type": "http", "method": "GET", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
 
