@@ -64,6 +64,18 @@ def failure_error(exc: BaseException) -> dict[str, Any]:
     return {"code": "server_error", "message": f"The agent run failed: {type(exc).__name__}: {exc}"}
 
 
+def waiting_items(output: list[dict[str, Any]], pending: list[PendingRequestRow]) -> list[dict[str, Any]]:
+    """The output items that wait for a person: the approval requests (by `id`) and the
+    `request_info` calls (by `call_id`) among the pending requests the end commits."""
+    ids = {p.call_id for p in pending}
+    return [
+        i
+        for i in output
+        if (i.get("type") == "mcp_approval_request" and i.get("id") in ids)
+        or (i.get("type") == "function_call" and i.get("call_id") in ids)
+    ]
+
+
 class Ending:
     def __init__(
         self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None, usage: RunUsage
@@ -103,7 +115,7 @@ class Ending:
         terminal = ev.response_completed(response) if status == "completed" else ev.response_failed(response)
         self._sink.emit(terminal)
         with self.trace.committing("end", status=status):
-            await self._commit_end(spec, status, closed, session, error, use, now)
+            await self._commit_end(spec, status, closed, session, error, use, now, output)
         self.status = status
 
     async def _commit_end(
@@ -115,11 +127,14 @@ class Ending:
         error: dict[str, Any] | None,
         use: dict[str, Any],
         now: float,
+        output: list[dict[str, Any]],
     ) -> None:
+        pending = self._pending_rows(session) if status == "completed" else []
         await self._sink.commit(
             closed,
             checkpoint=session,
-            pending=self._pending_rows(session) if status == "completed" else [],
+            pending=pending,
+            waiting=waiting_items(output, pending) if pending else (),
             # A failed or cancelled run keeps its lineage's checkpoints: a conversation's next
             # turn continues from the last turn that finished, not from this one.
             prune=(spec.user_id, None if status in ABANDONED_STATUSES else spec.lineage),

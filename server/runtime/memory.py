@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from agent_framework import InMemoryCheckpointStorage, WorkflowCheckpoint
@@ -58,6 +58,7 @@ class MemorySink(Sink):
         finish: Finish | None = None,
         prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
+        waiting: Sequence[Mapping[str, Any]] = (),
     ) -> asyncio.Future[None]:
         self.closed_items.extend(closed)
         self.changed.set()

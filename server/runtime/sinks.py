@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..protocol.sse import dumps
@@ -39,8 +39,9 @@ from ..store import (
 )
 from .open_items import ClosedItem
 
-# Given a response's end, the webhook event to commit with it (None: none is sent).
-WebhookFor = Callable[[str, Finish], WebhookEvent | None]
+# Given a response's end (and the output items that wait for a person), the webhook events to
+# commit with it (none: nothing is sent).
+WebhookFor = Callable[[str, Finish, Sequence[Mapping[str, Any]]], tuple[WebhookEvent, ...]]
 
 
 class Sink(ABC):
@@ -71,6 +72,7 @@ class Sink(ABC):
         finish: Finish | None = None,
         prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
+        waiting: Sequence[Mapping[str, Any]] = (),
     ) -> asyncio.Future[None]:
         """Hand the events held so far, plus these rows, to the outbox as one write; do not wait.
 
@@ -87,6 +89,7 @@ class Sink(ABC):
         status: str | None = None,
         finish: Finish | None = None,
         prune: tuple[str, str | None] | None = None,
+        waiting: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """`send()` at once (no group-commit window) and wait until it is committed."""
         fut = self.send(
@@ -97,6 +100,7 @@ class Sink(ABC):
             finish=finish,
             prune=prune,
             urgent=True,
+            waiting=waiting,
         )
         try:
             await fut
@@ -205,6 +209,7 @@ class SqlSink(Sink):
         finish: Finish | None = None,
         prune: tuple[str, str | None] | None = None,
         urgent: bool = False,
+        waiting: Sequence[Mapping[str, Any]] = (),
     ) -> asyncio.Future[None]:
         self._check()
         usage = self.usage_source() if self.usage_source is not None else None
@@ -223,13 +228,15 @@ class SqlSink(Sink):
             finish=finish,
             prune=prune,
             urgent=urgent,
-            webhook=self.webhook_for(self._rid, finish) if finish is not None and self.webhook_for else None,
+            webhooks=self.webhook_for(self._rid, finish, waiting)
+            if finish is not None and self.webhook_for
+            else (),
             usage=usage,
         )
         self._pending = []
         fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
-        if write.webhook is not None and self.on_webhook is not None:
+        if write.webhooks and self.on_webhook is not None:
             wake = self.on_webhook
             fut.add_done_callback(lambda f: wake() if not f.cancelled() and f.exception() is None else None)
         self._inflight.append((asyncio.get_running_loop().time(), fut))

@@ -1,7 +1,8 @@
-"""Webhooks: the event a background response's end commits, and the loop that delivers them.
+"""Webhooks: the events a background response's end commits, and the loop that delivers them.
 
-Job: `Webhooks.event_for` gives the sink of a background response the event to commit with its
-terminal event (one transaction: `store.Write.webhook`); `Webhooks.loop`, owned by the Host
+Job: `Webhooks.event_for` gives the sink of a background response the events to commit with its
+terminal event in one transaction (`store.Write.webhooks`): its end's, and
+`agent.session.action_required` when it waits for a person. `Webhooks.loop`, owned by the Host
 like the lease keeper, delivers every due delivery of the store, whichever replica committed
 it, with Standard Webhooks headers, retrying with exponential backoff.
 
@@ -22,12 +23,22 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
 from opentelemetry.trace import Status, StatusCode
 
 from ..observability import metrics, tracing
-from ..protocol.webhooks import EVENT_TYPES, event_payload, new_event_id, parse_secret, signature_headers
+from ..protocol.webhooks import (
+    ACTION_REQUIRED,
+    EVENT_TYPES,
+    WebhookType,
+    event_payload,
+    new_event_id,
+    parse_secret,
+    signature_headers,
+)
 from ..store import Delivery, Finish, Store, WebhookEvent
 from .faults import database_error
 from .settings import RuntimeSettings
@@ -61,11 +72,22 @@ class Webhooks:
 
     # -- the run's side -----------------------------------------------------------------
 
-    def event_for(self, response_id: str, finish: Finish) -> WebhookEvent | None:
-        """The webhook event of a background response that ends with `finish`."""
+    def event_for(
+        self, response_id: str, finish: Finish, waiting: Sequence[Mapping[str, Any]] = ()
+    ) -> tuple[WebhookEvent, ...]:
+        """The webhook events of a background response that ends with `finish`: the end's, and
+        `agent.session.action_required` when `waiting` holds output items waiting for a person."""
         kind = EVENT_TYPES.get(finish.status)
         if kind is None or not self.enabled:
-            return None
+            return ()
+        events = [self._event(response_id, kind)]
+        if waiting and finish.status == "completed":
+            events.append(self._event(response_id, ACTION_REQUIRED, waiting))
+        return tuple(events)
+
+    def _event(
+        self, response_id: str, kind: WebhookType, waiting: Sequence[Mapping[str, Any]] = ()
+    ) -> WebhookEvent:
         now = time.time()
         event_id = new_event_id()
         return WebhookEvent(
@@ -73,7 +95,7 @@ class Webhooks:
             response_id=response_id,
             type=kind,
             created_at=now,
-            data=event_payload(event_id, kind, int(now), response_id),
+            data=event_payload(event_id, kind, int(now), response_id, waiting),
             endpoints=self.endpoints,
         )
 

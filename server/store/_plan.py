@@ -105,8 +105,8 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
             tail.append(Op(_FINISH, {"b_id": rid, **finish}))
         if w.prune is not None:
             tail.append(prune_op(rid, *w.prune))
-        if w.webhook is not None:
-            tail.extend(webhook_ops(w.webhook, now))
+        for event in w.webhooks:
+            tail.extend(webhook_ops(event, now))
     # One executemany per table (the creation's response row is already first: its inputs
     # and events refer to it).
     for name in ("input_items", "events", "output_items", "checkpoints", "pending_requests"):
@@ -168,7 +168,7 @@ def qualifies(w: Write) -> bool:
         and w.finish is None
         and w.prune is None
         and not w.pending
-        and w.webhook is None
+        and not w.webhooks
     )
 
 
@@ -183,7 +183,7 @@ def is_plain_creation(w: Write) -> bool:
         and w.status is None
         and w.finish is None
         and w.prune is None
-        and w.webhook is None
+        and not w.webhooks
     )
 
 
@@ -196,7 +196,7 @@ def is_plain_end(w: Write) -> bool:
         and w.create is None
         and w.checkpoint is None
         and not w.pending
-        and w.webhook is None  # (a webhook event takes the general path: `webhook_ops`)
+        and not w.webhooks  # (a webhook event takes the general path: `webhook_ops`)
     )
 
 

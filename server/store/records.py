@@ -162,8 +162,9 @@ class Write:
     # (lineage None: leave the lineage's other checkpoints alone).
     prune: tuple[str, str | None] | None = None
     lease_until: float | None = None
-    # A background response's end: its webhook event, committed in the same transaction.
-    webhook: WebhookEvent | None = None
+    # A background response's end: its webhook events (the end's, and one more when the response
+    # waits for a person), committed in the same transaction.
+    webhooks: tuple[WebhookEvent, ...] = ()
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.
     urgent: bool = False
