@@ -4,7 +4,8 @@ Invariant: every POST an openai SDK makes is answered for what it is, never with
 `compact` is implemented in its `previous_response_id` form (the stored response's output is
 the compacted window: a summary is the agent's decision, not the host's), its `input` form and
 `input_tokens` are a 501 saying this host does not offer them (it cannot count tokens for an
-arbitrary agent's model honestly). `/models` lists the hosted app as the one model.
+arbitrary agent's model honestly). `/models` lists the hosted app as the one model, with its kind
+and its input's JSON schema.
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ def surface_routes(host: Host, kit: Kit, *, model_id: str) -> list[BaseRoute]:
     started = int(time.time())
 
     def model() -> dict[str, Any]:
-        return {"id": model_id, "object": "model", "created": started, "owned_by": "durable-responses"}
+        # Beside OpenAI's fields: the app's kind and the JSON schema of its input, from which a
+        # client (or the operator view) can build a form.
+        return {
+            "id": model_id,
+            "object": "model",
+            "created": started,
+            "owned_by": "durable-responses",
+            **host.app.describe(),
+        }
 
     async def list_models(request: Request) -> Response:
         kit.user_of(request)  # authenticated like every route

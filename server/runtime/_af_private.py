@@ -47,21 +47,27 @@ down and kept true in ``tests/runtime/test_af_private.py``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import json
 import re
+import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agent_framework import (
+    BaseAgent,
     CheckpointStorage,
+    Executor,
     Message,
     ToolTypes,
+    Workflow,
     WorkflowAgent,
     WorkflowCheckpoint,
     WorkflowEvent,
     WorkflowInvocationKwargs,
+    WorkflowRunState,
 )
 
 # The one private import outside the mixin: the framework's checkpoint value encoding.
@@ -74,6 +80,8 @@ from agent_framework._workflows._checkpoint_encoding import (
 from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_to_type
 from agent_framework.exceptions import AgentInvalidRequestException, WorkflowCheckpointException
 
+from .outputs import output_value
+
 __all__ = [
     "ALLOW_TYPES_ENV",
     "ALLOW_TYPE_FLAG",
@@ -82,13 +90,16 @@ __all__ = [
     "CheckpointTypeRefused",
     "check_compatibility",
     "coerce_request_response",
+    "declared_request_types",
     "decode_checkpoint",
     "decode_session",
+    "dispatchable",
     "encode_checkpoint",
     "encode_session",
     "make_restorable",
     "on_events_end",
     "pace_events",
+    "typed_workflow_agent",
 ]
 
 # What the mixin was written against (agent-framework-core 1.23.0).
@@ -193,7 +204,7 @@ class _RestoreForwardingMixin(WorkflowAgent):
                 events = _aiter(await self.workflow.run(**restore))
             async for event in events:
                 if not (event.type == "request_info" and event.request_id in answered):
-                    yield event
+                    yield _shown(event)
             if not input_messages:
                 await _events_ended(self)
                 return
@@ -203,18 +214,80 @@ class _RestoreForwardingMixin(WorkflowAgent):
         delivered = getattr(checkpoint_storage, "input_delivered", None)
         if callable(delivered):
             delivered()
-        async for event in original(
-            self,
-            input_messages,
-            None,
-            checkpoint_storage,
-            streaming,
-            tools=tools,
-            function_invocation_kwargs=function_invocation_kwargs,
-            client_kwargs=client_kwargs,
-        ):
-            yield event
+        convert = vars(self).get(_INPUT_ATTR)
+        if convert is not None and self.workflow.status == WorkflowRunState.IDLE:
+            # A workflow whose start executor does not take messages: its typed input, built
+            # from the messages by the host (`inputs.InputSpec`), as the original would send them.
+            run_kwargs: dict[str, Any] = {
+                "message": convert(input_messages),
+                "checkpoint_storage": checkpoint_storage,
+                "tools": tools,
+                "function_invocation_kwargs": function_invocation_kwargs,
+                "client_kwargs": client_kwargs,
+            }
+            typed: AsyncIterable[WorkflowEvent] = (
+                self.workflow.run(stream=True, **run_kwargs)
+                if streaming
+                else _aiter(await self.workflow.run(**run_kwargs))
+            )
+            async for event in typed:
+                yield _shown(event)
+        else:
+            async for event in original(
+                self,
+                input_messages,
+                None,
+                checkpoint_storage,
+                streaming,
+                tools=tools,
+                function_invocation_kwargs=function_invocation_kwargs,
+                client_kwargs=client_kwargs,
+            ):
+                yield _shown(event)
         await _events_ended(self)
+
+
+def _shown(event: WorkflowEvent) -> WorkflowEvent:
+    """`event`, its output as text where the framework would show a value's repr (`outputs`)."""
+    if event.type not in ("output", "intermediate", "data"):
+        return event
+    shown = output_value(event.data)
+    if shown is event.data:
+        return event
+    event = copy.copy(event)
+    event.data = shown
+    return event
+
+
+_INPUT_ATTR = "_durable_responses_input"
+
+
+class _TypedInputWorkflowAgent(WorkflowAgent):
+    """A ``WorkflowAgent`` over a workflow whose start executor does not take messages.
+
+    ``WorkflowAgent.__init__`` refuses such a workflow (``Workflow's start executor cannot handle
+    list[Message]``); this one skips only that check and sets the instance's ``_workflow`` (which
+    ``WorkflowAgent.workflow`` returns) itself. Made restorable, its input phase sends the typed
+    input built from the messages (`_RestoreForwardingMixin`); replies to pending requests go the
+    framework's own way.
+    """
+
+    def __init__(
+        self, workflow: Workflow, *, name: str | None = None, description: str | None = None
+    ) -> None:
+        BaseAgent.__init__(
+            self, id=f"WorkflowAgent_{uuid.uuid4().hex[:8]}", name=name, description=description
+        )
+        self._workflow = workflow
+
+
+def typed_workflow_agent(
+    workflow: Workflow, convert: Callable[[Sequence[Message]], Any], *, name: str | None = None
+) -> WorkflowAgent:
+    """A restorable agent for ``workflow`` whose new runs start with ``convert(messages)``."""
+    agent = make_restorable(_TypedInputWorkflowAgent(workflow, name=name, description=workflow.description))
+    setattr(agent, _INPUT_ATTR, convert)
+    return agent
 
 
 _EVENTS_END_ATTR = "_durable_responses_events_end"
@@ -266,6 +339,27 @@ def make_restorable(agent: WorkflowAgent) -> WorkflowAgent:
         _RESTORABLE_CLASSES[cls] = restorable
     agent.__class__ = restorable
     return agent
+
+
+def dispatchable(value: Any, declared: Any) -> bool:
+    """Whether the framework can route ``value`` to a handler declared for ``declared`` (its
+    ``is_instance_of``; in 1.23.0 a ``TypedDict`` cannot be: ``isinstance`` refuses it)."""
+    try:
+        return bool(is_instance_of(value, declared))
+    except TypeError:
+        return False
+
+
+def declared_request_types(executor: Executor) -> list[Any]:
+    """The request and response types of ``executor``'s ``@response_handler``s (what its
+    ``ctx.request_info`` calls send and take). In 1.23.0 they are known only from the private
+    ``_response_handler_specs`` the executor builds at construction."""
+    found: list[Any] = []
+    for spec in getattr(executor, "_response_handler_specs", None) or ():
+        for key in ("request_type", "response_type"):
+            if isinstance(spec, Mapping) and spec.get(key) is not None:
+                found.append(spec[key])
+    return found
 
 
 # endregion

@@ -3,21 +3,37 @@
 Invariant: every run and every recovery gets a freshly built agent (a `Workflow` instance runs
 one run at a time), and a workflow agent is always made restorable (see `_af_private`) without
 changing the class the app chose, so the app's own `run()` override stays the entry point.
+
+What the app takes (`HostedApp.input`): messages, or the typed input its workflow's start executor
+declares (`inputs`); a workflow whose start executor does not take messages is hosted through a
+`WorkflowAgent` that builds that input from the request (`_af_private.typed_workflow_agent`).
+The types the app's workflow declares (its executors' inputs and outputs, the request and response
+types of its `request_info` handlers, the classes they hold) are admitted to the checkpoint
+allow-list (`checkpoint_types`); no other class is.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import importlib
 import inspect
 import sys
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from agent_framework import Workflow, WorkflowAgent, WorkflowBuilder
+from agent_framework import Workflow, WorkflowAgent, WorkflowBuilder, WorkflowExecutor
 
-from ._af_private import make_restorable
+from ._af_private import declared_request_types, dispatchable, make_restorable, typed_workflow_agent
+from .inputs import InputSpec, spec_for_types
 
 DEFAULT_APP = "durable_responses.examples.echo:echo"
+
+# Modules whose classes the framework's checkpoint allow-list admits already (or that are no
+# application's own): never listed as the app's types.
+_ADMITTED_MODULES = ("builtins", "typing", "types", "collections", "datetime", "uuid", "decimal", "abc")
+_ADMITTED_PREFIXES = ("agent_framework.", "agent_framework_orchestrations.", "openai.types.", "pydantic")
 
 
 class AppError(Exception):
@@ -28,9 +44,30 @@ class HostedApp:
     def __init__(self, spec: str, factory: Callable[[], Any]) -> None:
         self.spec = spec
         self._factory = factory
+        self.input = InputSpec()
+        self.kind = "agent"
         probe = self._build_raw()
         self.is_workflow = isinstance(probe, WorkflowAgent)
+        if self.is_workflow:
+            self.kind = "workflow"
         self.name = getattr(probe, "name", None) or spec
+        workflow = getattr(probe, "workflow", None)
+        self.checkpoint_types: tuple[str, ...] = (
+            tuple(sorted(declared_types(workflow))) if isinstance(workflow, Workflow) else ()
+        )
+
+    @property
+    def typed_input(self) -> bool:
+        """Whether a new turn starts a new run with a typed input (not messages to the last state)."""
+        return self.is_workflow and (self.input.typed or self.input.single_message)
+
+    def describe(self) -> dict[str, Any]:
+        """What a client needs to call the app: its kind and the JSON schema of its input."""
+        return {
+            "kind": self.kind,
+            "input": "typed" if self.input.typed else "messages",
+            "input_schema": self.input.schema(),
+        }
 
     @classmethod
     def load(cls, spec: str | None) -> HostedApp:
@@ -44,6 +81,11 @@ class HostedApp:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise AppError(f"cannot import {module_name!r} for --app {spec}: {exc}") from exc
+        except Exception as exc:
+            raise AppError(
+                f"importing {module_name!r} for --app {spec} raised {type(exc).__name__}: {exc}; "
+                "fix the module so it imports cleanly"
+            ) from exc
         target: Any = module
         for part in attr.split("."):
             if not hasattr(target, part):
@@ -56,10 +98,17 @@ class HostedApp:
             built = self._factory()
         except Exception as exc:
             raise AppError(f"the app factory {self.spec} raised {type(exc).__name__}: {exc}") from exc
-        if isinstance(built, WorkflowBuilder):
-            built = built.build()
-        if isinstance(built, Workflow):
-            built = built.as_agent(name=built.name or "workflow")
+        try:
+            if isinstance(built, WorkflowBuilder):
+                built = built.build()
+            if isinstance(built, Workflow):
+                built = self._workflow_agent(built)
+        except AppError:
+            raise
+        except Exception as exc:
+            raise AppError(
+                f"the workflow built by {self.spec} cannot be hosted: {type(exc).__name__}: {exc}"
+            ) from exc
         if not hasattr(built, "run") or not callable(built.run):
             raise AppError(
                 f"the app factory {self.spec} returned {type(built).__name__}; it must return a Workflow, "
@@ -67,12 +116,95 @@ class HostedApp:
             )
         return built
 
+    def _workflow_agent(self, workflow: Workflow) -> WorkflowAgent:
+        name = workflow.name or "workflow"
+        try:
+            return workflow.as_agent(name=name)
+        except ValueError:
+            # The start executor does not take messages: its own input type(s), built from the
+            # request's text.
+            pass
+        spec = spec_for_types(workflow.input_types)
+        if not spec.typed and not spec.single_message:
+            raise AppError(
+                f"the workflow built by {self.spec} starts with an executor that takes "
+                f"{workflow.input_types!r}, which the host cannot build from a request"
+            )
+        try:
+            spec.schema()
+            spec.adapters()
+        except Exception as exc:
+            raise AppError(
+                f"the workflow built by {self.spec} takes {spec.describe()}, which cannot be built from "
+                f"JSON ({type(exc).__name__}: {exc}); take a str, a number, a dataclass, a pydantic "
+                "model or a TypedDict instead"
+            ) from exc
+        for t in spec.types:
+            if typing.is_typeddict(t) and not dispatchable({}, t):
+                raise AppError(
+                    f"the workflow built by {self.spec} starts with an executor that takes the TypedDict "
+                    f"{t.__name__}, which this agent-framework cannot route a message to (isinstance "
+                    "refuses a TypedDict); take a dataclass or a pydantic model instead"
+                )
+        self.input = spec
+        return typed_workflow_agent(workflow, spec.convert, name=name)
+
     def build(self) -> Any:
         """A fresh agent for one run (workflow agents made restorable)."""
         agent = self._build_raw()
         if isinstance(agent, WorkflowAgent):
             make_restorable(agent)
         return agent
+
+
+def _type_key(t: type) -> str | None:
+    module = getattr(t, "__module__", "") or ""
+    if module in _ADMITTED_MODULES or module.startswith(_ADMITTED_PREFIXES):
+        return None
+    return f"{module}:{t.__qualname__}"
+
+
+def _classes_in(t: Any, seen: set[int], depth: int = 0) -> Iterable[type]:
+    """The classes a declared type annotation can put into a checkpoint: itself, its generic
+    arguments, and (for dataclasses, pydantic models and TypedDicts) its fields' types."""
+    if depth > 6 or id(t) in seen:
+        return
+    seen.add(id(t))
+    for arg in typing.get_args(t):
+        yield from _classes_in(arg, seen, depth + 1)
+    if not isinstance(t, type):
+        return
+    if not typing.is_typeddict(t):
+        yield t
+    if dataclasses.is_dataclass(t) or typing.is_typeddict(t) or hasattr(t, "model_fields"):
+        try:
+            hints = typing.get_type_hints(t)
+        except Exception:
+            hints = {}
+        for hint in hints.values():
+            yield from _classes_in(hint, seen, depth + 1)
+    if isinstance(t, enum.EnumMeta):
+        return
+
+
+def declared_types(workflow: Workflow, seen: set[int] | None = None) -> set[str]:
+    """`module:qualname` of every application class the workflow's graph declares (see module doc)."""
+    seen = set() if seen is None else seen
+    found: set[str] = set()
+    annotations: list[Any] = []
+    for executor in workflow.executors.values():
+        annotations += [*executor.input_types, *executor.output_types, *executor.workflow_output_types]
+        annotations += declared_request_types(executor)
+        if isinstance(executor, WorkflowExecutor) and id(executor.workflow) not in seen:
+            seen.add(id(executor.workflow))
+            found |= declared_types(executor.workflow, seen)
+    classes: set[int] = set()
+    for annotation in annotations:
+        for cls in _classes_in(annotation, classes):
+            key = _type_key(cls)
+            if key is not None and not inspect.isabstract(cls):
+                found.add(key)
+    return found
 
 
 def _as_factory(target: Any, spec: str) -> Callable[[], Any]:

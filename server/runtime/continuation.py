@@ -37,6 +37,7 @@ from ._offload import for_input
 from .apps import HostedApp
 from .ending import SESSION_ROWS
 from .history import MAX_HISTORY_RESPONSES, History
+from .inputs import InputError
 from .messages import declaration_tools, input_items_to_messages
 from .plan import RunPlan
 from .references import resolve_references
@@ -136,6 +137,18 @@ class Continuations:
         replies = _call_ids(resolved, "function_call_output")
         if replies:
             await self._check_calls_exist(user_id, req, prev, resolved, replies)
+        if self.app.typed_input:
+            self._check_typed_input(resolved)
+
+    def _check_typed_input(self, items: list[dict[str, Any]]) -> None:
+        """A new run of a workflow that takes a typed input: the input must become one (400)."""
+        spec = self.app.input
+        try:
+            spec.convert(input_items_to_messages(items))
+        except InputError as exc:
+            raise errors.bad_request(
+                spec.error_message(str(exc)), param="input", code="invalid_workflow_input"
+            ) from None
 
     async def _answered_earlier(
         self, user_id: str, req: CreateRequest, prev: ResponseRow, rows: Sequence[PendingRequestRow]
@@ -244,10 +257,31 @@ class Continuations:
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
             return await self._plan_agent(user_id, req, rid, items, tools)
-        cp = await self._checkpoint(user_id, req, rid)
+        if self.app.typed_input:
+            cp = await self._paused_checkpoint(user_id, req, rid)
+        else:
+            cp = await self._checkpoint(user_id, req, rid)
         if cp is None:
             return RunPlan(messages=await for_input(len(items), input_items_to_messages, items), tools=tools)
         return self._deliver(cp, items, tools)
+
+    async def _paused_checkpoint(self, user_id: str, req: CreateRequest, rid: str) -> CheckpointRow | None:
+        """A workflow with a typed input continues only a pause: a new turn with no request to
+        answer is a new run of the workflow on the new input (the conversation keeps the history)."""
+        if not req.previous_response_id and not req.conversation_id:
+            return None
+        try:
+            cp = await self._checkpoint(user_id, req, rid)
+        except errors.ProtocolError as exc:
+            if exc.code != "checkpoint_not_found":
+                raise
+            prev = req.previous_response_id
+            if prev and await self.store.pending_requests(prev, user_id):
+                raise  # a pause whose checkpoint is gone: fail closed
+            return None
+        if cp is None or not pending_of(self._decode(cp)):
+            return None
+        return cp
 
     async def _plan_agent(
         self, user_id: str, req: CreateRequest, rid: str, items: list[dict[str, Any]], tools: list[Any]

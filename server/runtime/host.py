@@ -62,7 +62,12 @@ class Host:
     def __init__(self, store: Store, app: HostedApp, settings: RuntimeSettings | None = None) -> None:
         self.store = store
         self.app = app
-        self.settings = settings or RuntimeSettings()
+        settings = settings or RuntimeSettings()
+        if app.checkpoint_types:
+            # The app's own declared types (`apps.declared_types`) beside the operator's.
+            extra = tuple(t for t in app.checkpoint_types if t not in settings.checkpoint_types)
+            settings = settings.model_copy(update={"checkpoint_types": (*settings.checkpoint_types, *extra)})
+        self.settings = settings
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.registry = RunRegistry()
         self.continuations = Continuations(store, app, self.settings.checkpoint_types)
