@@ -51,7 +51,8 @@ def prepare(settings: Settings) -> HostedApp:
         else:
             check_database(url, settings.store.connection_options())
     except (AppError, BadDatabaseURL, SchemaOutOfDate, DatabaseSetupError, RuntimeError) as exc:
-        raise StartupError(str(exc)) from exc
+        # One line: what, why and what to do (an exception's own message may span lines).
+        raise StartupError(" ".join(str(exc).split())) from exc
     return app
 
 

@@ -52,9 +52,14 @@ class HostedApp:
             self.kind = "workflow"
         self.name = getattr(probe, "name", None) or spec
         workflow = getattr(probe, "workflow", None)
-        self.checkpoint_types: tuple[str, ...] = (
-            tuple(sorted(declared_types(workflow))) if isinstance(workflow, Workflow) else ()
-        )
+        try:
+            declared = declared_types(workflow) if isinstance(workflow, Workflow) else set()
+        except Exception as exc:
+            raise AppError(
+                f"the types the workflow built by {spec} declares cannot be read "
+                f"({type(exc).__name__}: {exc}); check its handlers' annotations"
+            ) from exc
+        self.checkpoint_types: tuple[str, ...] = tuple(sorted(declared))
 
     @property
     def typed_input(self) -> bool:

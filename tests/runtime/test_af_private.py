@@ -731,3 +731,55 @@ def test_on_events_end_needs_a_restorable_agent() -> None:
         return None
 
     assert on_events_end(countdown_agent(), hook) is False
+
+
+# region typed inputs and declared types (issue 36)
+
+
+def test_as_agent_still_refuses_a_start_executor_that_takes_no_messages() -> None:
+    """Why the host has `_TypedInputWorkflowAgent`: `Workflow.as_agent()` refuses a typed start."""
+    from durable_responses.examples.typed_fanout import typed_fanout
+
+    with pytest.raises(ValueError, match=r"cannot handle list\[Message\]"):
+        typed_fanout().as_agent()
+
+
+async def test_a_typed_workflow_agent_runs_its_workflow_on_the_converted_input() -> None:
+    """`WorkflowAgent.workflow` returns the `_workflow` the typed agent sets, and the restorable
+    input phase sends `convert(messages)` as the workflow's message."""
+    from durable_responses.examples.typed_fanout import Batch, typed_fanout
+    from durable_responses.runtime._af_private import typed_workflow_agent
+
+    workflow = typed_fanout()
+    seen: list[Any] = []
+
+    def convert(messages: Any) -> Batch:
+        seen.append([m.text for m in messages])
+        return Batch(numbers=[1, 2, 3], label="pinned")
+
+    agent = typed_workflow_agent(workflow, convert, name="typed")
+    assert agent.workflow is workflow and agent.name == "typed"
+    texts = [u.text async for u in agent.run([Message("user", ["go"])], stream=True)]
+    assert seen == [["go"]]
+    assert json.loads("".join(texts)) == {
+        "label": "pinned",
+        "count": 3,
+        "stats": {"max": 3.0, "mean": 2.0, "sum": 6.0},
+    }
+
+
+def test_declared_request_types_reads_the_response_handlers() -> None:
+    from durable_responses.examples.review import Reviewer, ReviewRequest, Verdict
+    from durable_responses.runtime._af_private import declared_request_types, dispatchable
+
+    assert declared_request_types(Reviewer()) == [ReviewRequest, Verdict]
+    from typing import TypedDict
+
+    class P(TypedDict):
+        x: int
+
+    assert dispatchable(1, int) and not dispatchable("1", int)
+    assert not dispatchable({"x": 1}, P)  # 1.23.0: isinstance refuses a TypedDict
+
+
+# endregion

@@ -1,0 +1,3 @@
+"""A module that fails while it is imported (not an ImportError)."""
+
+raise KeyError("OPENAI_API_KEY")
