@@ -24,7 +24,7 @@ from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
@@ -146,6 +146,10 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 return await handler(request)
             except errors.ProtocolError as exc:
                 return error_response(exc)
+            except ClientDisconnect:
+                # The client went away mid-body: nobody reads the answer, and it is not our error.
+                log.info("client disconnected mid-body: %s %s", request.method, request.url.path)
+                return Response(status_code=499)
             except Exception as exc:
                 unavailable = client_error(exc)
                 if unavailable is not None:
@@ -233,7 +237,17 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         if req.stream:
             return sse(host.stream_created(created))
         if req.background:
-            return JSONResponse(await host.get(user_of(request), created.response_id))
+            user = user_of(request)
+            try:
+                return JSONResponse(await host.get(user, created.response_id))
+            except Exception as exc:
+                if client_error(exc) is None:
+                    raise
+                # The response is saved: its read failed on a connection the database ended
+                # (the pool replaced it). Read it back once rather than answer an error that a
+                # client without a key would retry into a second response.
+                await asyncio.sleep(0.05)
+                return JSONResponse(await host.get(user, created.response_id))
         waiter = asyncio.ensure_future(host.wait(created))
         disconnect = asyncio.ensure_future(_wait_disconnect(request))
         done, _ = await asyncio.wait({waiter, disconnect}, return_when=asyncio.FIRST_COMPLETED)

@@ -36,7 +36,7 @@ def conversation_routes(host: Host, kit: Kit) -> list[BaseRoute]:
 
     def item_id(request: Request) -> str:
         iid: str = request.path_params["item_id"]
-        if not iid or len(iid) > _MAX_ITEM_ID:
+        if not iid or len(iid) > _MAX_ITEM_ID or not iid.isprintable():
             raise errors.not_found(f"Item with id '{iid[:128]}' not found.", param="item_id")
         return iid
 

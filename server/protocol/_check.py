@@ -66,6 +66,19 @@ def want_str(value: object, param: str, *, max_len: int | None = None, min_len: 
     return value
 
 
+def want_id(value: object, param: str, *, max_len: int) -> str:
+    """A client-supplied id, cursor or reference: 1 to `max_len` printable characters.
+
+    It is a database key or looked up as one: PostgreSQL's text refuses NUL (and a lone surrogate
+    cannot be encoded at all), so such a value is the client's mistake, a 400, never the 500 of a
+    statement the database refused.
+    """
+    text = want_str(value, param, max_len=max_len, min_len=1)
+    if not text.isprintable():
+        fail(f"Invalid '{param}': control characters (NUL among them) are not allowed.", param)
+    return text
+
+
 def want_bool(value: object, param: str) -> bool:
     if not isinstance(value, bool):
         raise _type_error(param, "a boolean", value)

@@ -9,6 +9,7 @@ are opaque to the host and kept as sent).
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -18,6 +19,7 @@ from ._check import (
     reject_unknown,
     require,
     want_enum,
+    want_id,
     want_list,
     want_object,
     want_str,
@@ -88,10 +90,7 @@ def _item_id(obj: dict[str, Any], path: str) -> str | None:
     value = obj.get("id")
     if value is None:
         return None
-    text = want_str(value, f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
-    if not text.isprintable():
-        fail(f"Invalid '{path}.id': control characters are not allowed.", f"{path}.id")
-    return text
+    return want_id(value, f"{path}.id", max_len=MAX_ITEM_ID_CHARS)
 
 
 def _item(raw: object, path: str) -> dict[str, Any]:
@@ -114,7 +113,7 @@ def _item(raw: object, path: str) -> dict[str, Any]:
         return _function_call_output(obj, path)
     if kind == "item_reference":
         reject_unknown(obj, _ITEM_REFERENCE_KEYS, path)
-        ref = want_str(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
+        ref = want_id(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS)
         return {"type": "item_reference", "id": ref}
     if kind == "reasoning":
         kept = json_copy(obj)
@@ -216,9 +215,10 @@ def _input_image(obj: dict[str, Any], path: str) -> dict[str, Any]:
         url = want_str(url, f"{path}.image_url", max_len=2 * MAX_TEXT_CHARS)
         if not url.lower().startswith(("http://", "https://", "data:")):
             fail(f"Invalid '{path}.image_url': expected an http(s) URL or a data: URL.", f"{path}.image_url")
+        check_data_url(url, f"{path}.image_url")
         part["image_url"] = url
     if file_id is not None:
-        part["file_id"] = want_str(file_id, f"{path}.file_id", max_len=MAX_ITEM_ID_CHARS, min_len=1)
+        part["file_id"] = want_id(file_id, f"{path}.file_id", max_len=MAX_ITEM_ID_CHARS)
     detail = obj.get("detail")
     part["detail"] = "auto" if detail is None else want_enum(detail, f"{path}.detail", IMAGE_DETAILS)
     return _with_extras(part, obj)
@@ -236,6 +236,15 @@ def _input_file(obj: dict[str, Any], path: str) -> dict[str, Any]:
     for key, limit in limits.items():
         if obj.get(key) is not None:
             part[key] = want_str(obj[key], f"{path}.{key}", max_len=limit)
+    if "file_id" in part:
+        want_id(part["file_id"], f"{path}.file_id", max_len=MAX_ITEM_ID_CHARS)
+    if "file_data" in part:
+        check_data_url(part["file_data"], f"{path}.file_data")
+    if part.get("file_url"):
+        url = part["file_url"]
+        if ":" not in url:
+            fail(f"Invalid '{path}.file_url': expected a URL (https://...).", f"{path}.file_url")
+        check_data_url(url, f"{path}.file_url")
     if not any(key in part for key in ("file_id", "file_data", "file_url")):
         fail(
             f"Invalid '{path}': one of 'file_id', 'file_data' or 'file_url' is required.",
@@ -247,8 +256,35 @@ def _input_file(obj: dict[str, Any], path: str) -> dict[str, Any]:
     return _with_extras(part, obj)
 
 
+def check_data_url(url: str, param: str) -> None:
+    """400 naming `param` for a `data:` URL the model clients cannot send (RFC 2397:
+    `data:[<media type>][;name=value]...[;base64],<data>`, base64 being the only encoding and
+    the last parameter); a URL of another scheme passes as it is."""
+    if not url.startswith("data:"):
+        return
+    head, sep, payload = url.partition(",")
+    if not sep:
+        fail(
+            f"Invalid '{param}': a data URL needs a comma between its header and its data "
+            "(data:image/png;base64,...).",
+            param,
+        )
+    parameters = head.split(";")[1:]
+    for index, parameter in enumerate(parameters):
+        if parameter == "base64":
+            if index != len(parameters) - 1:
+                fail(f"Invalid '{param}': ';base64' must be the data URL's last parameter.", param)
+        elif parameter and "=" not in parameter:
+            fail(f"Invalid '{param}': unsupported data URL parameter {parameter[:40]!r}.", param)
+    if parameters and parameters[-1] == "base64":
+        try:
+            base64.b64decode(payload)  # as the model clients decode it
+        except ValueError:
+            fail(f"Invalid '{param}': the data URL's data is not valid base64.", param)
+
+
 def _call_id(obj: dict[str, Any], path: str) -> str:
-    return want_str(require(obj, "call_id", path), f"{path}.call_id", max_len=64, min_len=1)
+    return want_id(require(obj, "call_id", path), f"{path}.call_id", max_len=64)
 
 
 def _optional_extras(item: dict[str, Any], obj: dict[str, Any], path: str) -> dict[str, Any]:
@@ -307,11 +343,8 @@ def _function_call_output(obj: dict[str, Any], path: str) -> dict[str, Any]:
 def _approval_response(obj: dict[str, Any], path: str) -> dict[str, Any]:
     """The client's answer to an `mcp_approval_request` output item (a tool waiting for approval)."""
     reject_unknown(obj, _MCP_APPROVAL_RESPONSE_KEYS, path)
-    request_id = want_str(
-        require(obj, "approval_request_id", path),
-        f"{path}.approval_request_id",
-        max_len=MAX_ITEM_ID_CHARS,
-        min_len=1,
+    request_id = want_id(
+        require(obj, "approval_request_id", path), f"{path}.approval_request_id", max_len=MAX_ITEM_ID_CHARS
     )
     approve = require(obj, "approve", path)
     if not isinstance(approve, bool):
@@ -332,7 +365,7 @@ def _approval_request(obj: dict[str, Any], path: str) -> dict[str, Any]:
     reject_unknown(obj, _MCP_APPROVAL_REQUEST_KEYS, path)
     return {
         "type": "mcp_approval_request",
-        "id": want_str(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS, min_len=1),
+        "id": want_id(require(obj, "id", path), f"{path}.id", max_len=MAX_ITEM_ID_CHARS),
         "name": want_str(require(obj, "name", path), f"{path}.name", max_len=256),
         "arguments": want_str(require(obj, "arguments", path), f"{path}.arguments", max_len=MAX_TEXT_CHARS),
         "server_label": want_str(require(obj, "server_label", path), f"{path}.server_label", max_len=256),

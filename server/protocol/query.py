@@ -11,8 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ._check import fail
+from ._check import fail, want_id
 
+# An item id is at most 256 characters; a longer cursor names nothing.
+MAX_CURSOR_CHARS = 256
 _UINT = re.compile(r"[0-9]{1,18}")
 
 
@@ -42,8 +44,12 @@ def parse_list_params(query: Mapping[str, str]) -> ListParams:
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         fail(f"Invalid 'order': expected 'asc' or 'desc', got {order[:40]!r}.", "order")
+    after, before = query.get("after") or None, query.get("before") or None
     return ListParams(
-        after=query.get("after") or None, before=query.get("before") or None, limit=limit, order=order
+        after=None if after is None else want_id(after, "after", max_len=MAX_CURSOR_CHARS),
+        before=None if before is None else want_id(before, "before", max_len=MAX_CURSOR_CHARS),
+        limit=limit,
+        order=order,
     )
 
 

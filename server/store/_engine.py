@@ -155,6 +155,7 @@ class Database:
 def _sqlite_engine(url: URL, *, immediate: bool, pool_size: int) -> AsyncEngine:
     engine = create_async_engine(
         url,
+        hide_parameters=True,  # a statement's error names no value a client sent
         pool_size=pool_size,
         max_overflow=0,
         connect_args={"timeout": 30, "check_same_thread": False},
@@ -249,7 +250,9 @@ def pg_engine(connector: PgConnector, **kwargs: Any) -> AsyncEngine:
     # The pool's connections that keep prepared statements (asyncpg's): replaced at their next
     # checkout once the connector finds a transaction pooler after all (`PgConnector.pooler_seen`).
     keeping: weakref.WeakSet[Any] = weakref.WeakSet()
-    engine = create_async_engine(connector.url.set(query={}), creator=creator, **kwargs)
+    # hide_parameters: a statement's error (logged, and kept in the exception's text) names no
+    # value a client sent.
+    engine = create_async_engine(connector.url.set(query={}), creator=creator, hide_parameters=True, **kwargs)
 
     @event.listens_for(engine.sync_engine.pool, "checkout")
     def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -361,6 +364,7 @@ def sqlite_sync_engine(url: URL) -> Engine:
     """The outbox's own writing connection (stdlib sqlite3, used from one thread)."""
     engine = create_engine(
         url.set(drivername="sqlite"),
+        hide_parameters=True,
         poolclass=StaticPool,
         connect_args={"timeout": 30, "check_same_thread": False},
     )

@@ -197,7 +197,51 @@ _SQLITE_MESSAGES: tuple[tuple[str, Unavailable], ...] = (
     ("unable to open database file", Unavailable.IO),
     ("attempt to write a readonly database", Unavailable.READ_ONLY),
 )
-_UNREACHABLE_TEXT = ("connection is closed", "connection was closed", "connection reset", "broken pipe")
+_UNREACHABLE_TEXT = (
+    "connection is closed",
+    "connection was closed",
+    "connection reset",
+    "broken pipe",
+    # asyncpg, on a connection the server ended while an operation was on it
+    "another operation is in progress",
+)
+# asyncpg's errors about its own connection's state, never about a statement or its values: the
+# connection was cut under an operation (pg_terminate_backend, a restart, a reset), e.g.
+# "InternalClientError: cannot switch to state 11; another operation (2) is in progress".
+# (Its DataError, a value it cannot encode, is an InterfaceError too, and stays a bug.)
+_ASYNCPG_CUT = frozenset({"ConnectionDoesNotExistError", "InternalClientError", "ProtocolError"})
+
+
+# What to tell the operator (and the client) where a condition is narrower than its reason:
+# a PostgreSQL that is shutting down refuses connections too, but not for want of connections.
+_STARTING_OR_STOPPING = (
+    "the database is starting up, shutting down or recovering and accepts no connection yet",
+    "connections are retried until it does (a restart that does not end needs the database's own log)",
+)
+_ENDED = (
+    "the database ended the connection",
+    "a shutdown, a restart, a failover or pg_terminate_backend ended it; it is retried on a new connection",
+)
+_CONDITIONS: dict[str, tuple[str, str]] = {
+    "57P03": _STARTING_OR_STOPPING,  # cannot_connect_now
+    "57P01": _ENDED,  # admin_shutdown (also pg_terminate_backend)
+    "57P02": _ENDED,  # crash_shutdown
+}
+
+
+def _condition(exc: BaseException) -> tuple[str, str] | None:
+    """(what happened, advice) for a condition narrower than its reason, else None."""
+    sqlstate = _sqlstate(exc)
+    if sqlstate is not None:
+        return _CONDITIONS.get(sqlstate)
+    if _asyncpg_cut(exc) or "another operation is in progress" in str(exc):
+        return _ENDED
+    return None
+
+
+def _asyncpg_cut(exc: BaseException) -> bool:
+    cls = type(exc)
+    return cls.__name__ in _ASYNCPG_CUT and cls.__module__.startswith("asyncpg")
 
 
 def _one(exc: BaseException) -> Unavailable | None:
@@ -230,9 +274,8 @@ def _one(exc: BaseException) -> Unavailable | None:
         return None  # a file of ours (a certificate, a key): a configuration error
     if isinstance(exc, OSError) and exc.errno is not None:
         return Unavailable.UNREACHABLE  # no route to host, name not resolved, ...
-    if name in ("ConnectionDoesNotExistError", "InterfaceError", "InternalClientError") and any(
-        t in text for t in _UNREACHABLE_TEXT
-    ):
+    cut_text = any(t in text for t in _UNREACHABLE_TEXT)
+    if _asyncpg_cut(exc) or (name in ("InterfaceError", "ConnectionDoesNotExistError") and cut_text):
         return Unavailable.UNREACHABLE
     return None
 
@@ -268,7 +311,13 @@ def classify(exc: BaseException) -> DatabaseUnavailable | None:
     for e in _chain(exc):
         reason = _one(e)
         if reason is not None:
-            return DatabaseUnavailable(reason, f"{type(e).__name__}: {e}".strip())
+            condition = _condition(e)
+            if condition is None:
+                return DatabaseUnavailable(reason, f"{type(e).__name__}: {e}".strip())
+            what, advice = condition
+            return DatabaseUnavailable(
+                reason, f"{type(e).__name__}: {e}".strip(), advice=advice, message=f"{what}; retry"
+            )
     return None
 
 

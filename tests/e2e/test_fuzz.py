@@ -97,6 +97,12 @@ json_values = st.recursive(
     max_leaves=12,
 )
 
+# What PostgreSQL's text refuses (NUL), what UTF-8 cannot encode (a lone surrogate), control
+# characters: in ids, references and cursors these reach the database as keys, not as JSON.
+awkward_id = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["a\x00b", "\x00", "id\ud800", "\x01\x7f", "tab\tid", "msg_ok"]),
+)
 text_part = st.fixed_dictionaries(
     {
         "type": st.sampled_from(["input_text", "output_text", "input_image", "bogus"]),
@@ -110,22 +116,58 @@ message_item = st.fixed_dictionaries(
     },
     optional={
         "type": st.sampled_from(["message", "function_call_output", "item_reference", "nope"]),
-        "id": st.text(max_size=12),
+        "id": awkward_id,
     },
 )
 fco_item = st.fixed_dictionaries(
     {
         "type": st.just("function_call_output"),
-        "call_id": st.text(max_size=12),
+        "call_id": awkward_id,
         "output": st.one_of(st.text(max_size=10), json_values),
     }
 )
 awkward_text = st.sampled_from(["lone \ud800", "\udfff", "nul \x00 char", "\U0001f600", "\ufeff"])
+reference_item = st.fixed_dictionaries({"type": st.just("item_reference"), "id": awkward_id})
+approval_item = st.fixed_dictionaries(
+    {"type": st.just("mcp_approval_response"), "approval_request_id": awkward_id, "approve": st.booleans()}
+)
+# Data URLs the model clients refuse (no comma, an unknown encoding, not base64) and good ones.
+data_url = st.sampled_from(
+    [
+        "data:x",
+        "data:",
+        "data:image/png;base64",
+        "data:image/png;gzip,AAAA",
+        "data:image/png;base64;x=y,AAAA",
+        "data:image/png;base64,A",
+        "data:image/png;base64,iVBORw0KGgo=",
+        "data:,hello",
+        "https://example.com/a.png",
+    ]
+)
+image_message = st.fixed_dictionaries(
+    {
+        "role": st.just("user"),
+        "content": st.lists(
+            st.one_of(
+                st.fixed_dictionaries({"type": st.just("input_image"), "image_url": data_url}),
+                st.fixed_dictionaries({"type": st.just("input_file"), "file_data": data_url}),
+                st.fixed_dictionaries({"type": st.just("input_file"), "file_id": awkward_id}),
+            ),
+            min_size=1,
+            max_size=2,
+        ),
+    }
+)
 valid_input = st.one_of(
     st.text(min_size=1, max_size=40),
     any_text,
     awkward_text,
-    st.lists(st.one_of(message_item, fco_item), min_size=1, max_size=4),
+    st.lists(
+        st.one_of(message_item, fco_item, reference_item, approval_item, image_message),
+        min_size=1,
+        max_size=4,
+    ),
 )
 tool = st.fixed_dictionaries(
     {"type": st.sampled_from(["function", "web_search", "custom"]), "name": st.text(max_size=12)},
@@ -199,3 +241,53 @@ def test_fuzz_create(fuzz_server: ServerProcess) -> None:
         assert client.get("/readiness").status_code == 200
         ok = client.post("/responses", json={"model": "m", "input": "still fine"})
         assert ok.status_code == 200 and ok.json()["status"] == "completed"
+
+
+# Each of these reached the database (PostgreSQL refused it: a 500) or the model client
+# (agent-framework's ContentError: a 500 on both databases) before it was checked.
+BAD_BODIES: list[tuple[dict[str, Any], str]] = [
+    ({"input": [{"type": "item_reference", "id": "msg_\x00"}]}, "input[0].id"),
+    ({"input": [{"type": "function_call_output", "call_id": "c\x00", "output": "x"}]}, "input[0].call_id"),
+    (
+        {"input": [{"type": "mcp_approval_response", "approval_request_id": "\x00", "approve": True}]},
+        "input[0].approval_request_id",
+    ),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:x"}]}]},
+        "input[0].content[0].image_url",
+    ),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_file", "file_data": "data:x"}]}]},
+        "input[0].content[0].file_data",
+    ),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_file", "file_url": "nowhere"}]}]},
+        "input[0].content[0].file_url",
+    ),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:a;b,AAAA"}]}]},
+        "input[0].content[0].image_url",
+    ),
+    ({"input": [{"type": "message", "id": "m\x00", "role": "user", "content": "x"}]}, "input[0].id"),
+]
+
+
+def test_bad_inputs_are_400s(fuzz_server: ServerProcess) -> None:
+    """NUL in an id, a reference or a cursor, and malformed data URLs: a 400 naming the field,
+    on this database, never a 500."""
+    with httpx.Client(base_url=fuzz_server.base_url, timeout=30) as client:
+        for body, param in BAD_BODIES:
+            r = client.post("/responses", content=encode({"model": "m", **body}))
+            assert r.status_code == 400, (body, r.status_code, r.text[:300])
+            assert_error_shape(r)
+            assert r.json()["error"]["param"] == param, (body, r.json())
+        created = client.post("/responses", json={"model": "m", "input": "x"}).json()["id"]
+        for query in ("after=a%00b", "before=%00", "after=x%01"):
+            r = client.get(f"/responses/{created}/input_items?{query}")
+            assert r.status_code == 400, (query, r.status_code, r.text[:300])
+            assert_error_shape(r)
+        conv = client.post("/conversations", json={}).json()["id"]
+        r = client.get(f"/conversations/{conv}/items?after=a%00b")
+        assert r.status_code == 400, r.text[:300]
+        r = client.get(f"/conversations/{conv}/items/msg%00x")
+        assert r.status_code == 404, r.text[:300]

@@ -101,3 +101,44 @@ def test_an_open_stream_ends_cleanly_on_a_store_error(
         gc.collect()
         time.sleep(0.2)
     assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
+
+
+def test_statement_errors_name_no_client_value_and_a_cut_body_is_no_error(tmp_path: Path) -> None:
+    """Issue 39: a statement's error (logged with SQLAlchemy's `[parameters: ...]`) carries no
+    value a client sent, and a client that disconnects mid-body is not an ERROR."""
+    import socket
+
+    from sqlalchemy import text
+
+    with InProcessServer(f"sqlite:///{tmp_path / 'f.db'}") as srv:
+        assert srv.service is not None
+        store: Any = srv.service.host.store
+
+        async def failing() -> str:
+            async with store.db.reader.connect() as conn:
+                try:
+                    await conn.execute(text("INSERT INTO nowhere VALUES (:v)"), {"v": "client-secret-value"})
+                except Exception as exc:
+                    return str(exc)
+            return ""
+
+        message = srv.run_in_loop(failing)
+        assert "nowhere" in message and "client-secret-value" not in message, message
+
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler(logging.DEBUG)
+        handler.emit = records.append  # type: ignore[method-assign]
+        http_log = logging.getLogger("durable_responses.http")
+        http_log.addHandler(handler)
+        try:
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
+                sock.sendall(
+                    b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                    b"content-length: 1000\r\n\r\n{\"input\": "
+                )
+                time.sleep(0.2)
+            time.sleep(0.5)
+            assert httpx.get(f"{srv.base_url}/readiness").status_code == 200
+        finally:
+            http_log.removeHandler(handler)
+        assert not [r for r in records if r.levelno >= logging.ERROR], [r.getMessage() for r in records]

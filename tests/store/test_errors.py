@@ -121,6 +121,29 @@ def test_classify_recognizes_what_makes_a_database_unusable(tmp_path: Path) -> N
     assert found is not None and found.reason is Unavailable.REFUSED and "too many" in found.detail
 
 
+def test_a_connection_the_database_ended_is_unavailable_with_its_own_advice() -> None:
+    """asyncpg's errors about a connection ended under an operation (no SQLSTATE) are the
+    database's unavailability, and a shutdown is not advised as "too many connections"."""
+    from asyncpg.exceptions import _base as asyncpg_base
+
+    for exc in (
+        asyncpg_base.InternalClientError("cannot switch to state 11; another operation (2) is in progress"),
+        asyncpg.InterfaceError("cannot perform operation: another operation is in progress"),
+        asyncpg.AdminShutdownError("terminating connection due to administrator command"),
+    ):
+        found = classify(exc)
+        assert found is not None and found.reason is Unavailable.UNREACHABLE, exc
+        assert "ended the connection" in found.log_text() and "POOL_SIZE" not in found.log_text(), exc
+    stopping = classify(asyncpg.CannotConnectNowError("the database system is shutting down"))
+    assert stopping is not None and stopping.reason is Unavailable.REFUSED
+    assert "shutting down" in stopping.log_text() and "POOL_SIZE" not in stopping.log_text()
+    assert "too many" not in stopping.message
+    crowded = classify(asyncpg.TooManyConnectionsError("sorry, too many clients already"))
+    assert crowded is not None and "POOL_SIZE" in crowded.log_text()
+    # A value the driver cannot encode is about the request: still not "unavailable".
+    assert classify(asyncpg.DataError("invalid input for query argument $1")) is None
+
+
 def test_classify_leaves_errors_about_the_request_alone() -> None:
     for exc in (
         IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed: events.response_id")),
