@@ -134,7 +134,7 @@ def test_statement_errors_name_no_client_value_and_a_cut_body_is_no_error(tmp_pa
             with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
                 sock.sendall(
                     b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-                    b"content-length: 1000\r\n\r\n{\"input\": "
+                    b'content-length: 1000\r\n\r\n{"input": '
                 )
                 time.sleep(0.2)
             time.sleep(0.5)
