@@ -10,7 +10,9 @@ Invariants:
 - The hook may return before the checkpoint is committed (the run pipelines supersteps);
   every read first waits for the run's writes (`settle`), so a read never misses a checkpoint
   this run saved.
-- Decoding enforces the framework's allow-list plus the app's registered types.
+- Decoding enforces the framework's allow-list plus the app's registered types; a pause's
+  checkpoint (it holds pending requests) is refused at `save()` unless it decodes, so the
+  pausing turn fails instead of the answering one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from agent_framework.exceptions import WorkflowCheckpointException
 
 from ..store import Store
 from ..store.records import CheckpointRow, Write
-from ._af_private import decode_checkpoint, encode_checkpoint
+from ._af_private import CheckpointTypeRefused, decode_checkpoint, encode_checkpoint
 
 SaveHook = Callable[[WorkflowCheckpoint, str], Awaitable[None]]
 SettleHook = Callable[[], Awaitable[None]]
@@ -61,6 +63,11 @@ class SqlCheckpointStorage:
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
         try:
             data = encode_checkpoint(checkpoint)
+            if checkpoint.pending_request_info_events:
+                # A pause: its answer restores this checkpoint, so what it holds must come back
+                # through the allow-list. Refused now, the pausing turn fails saying so, before
+                # anyone acts on a request whose answer the host could not take.
+                self._check_restorable(data)
             if self._on_save is not None:
                 await self._on_save(checkpoint, data)
             else:
@@ -73,6 +80,16 @@ class SqlCheckpointStorage:
             raise
         self.saved.append(checkpoint.checkpoint_id)
         return checkpoint.checkpoint_id
+
+    def _check_restorable(self, data: str) -> None:
+        try:
+            decode_checkpoint(data, allowed_types=self._allowed)
+        except CheckpointTypeRefused as exc:
+            raise CheckpointTypeRefused(
+                exc.type_name,
+                "the workflow paused on a request whose checkpoint holds it, so its answer could not "
+                "be taken; the workflow's own declared types are admitted, this one is not declared",
+            ) from exc
 
     async def _settled(self) -> None:
         if self._settle is not None:

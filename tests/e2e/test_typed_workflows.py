@@ -15,12 +15,13 @@ through the unmodified openai client where a client would use it:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import httpx
 import openai
-from agent_framework import Executor, Workflow, WorkflowBuilder, WorkflowContext, handler
+from agent_framework import Executor, Workflow, WorkflowBuilder, WorkflowContext, handler, response_handler
 from pydantic import BaseModel
 
 from tests.support.inprocess import InProcessServer
@@ -32,6 +33,7 @@ UPPER = "tests.e2e.test_typed_workflows:upper"
 DOUBLE = "tests.e2e.test_typed_workflows:double"
 FLAG = "tests.e2e.test_typed_workflows:flag"
 GREET = "tests.e2e.test_typed_workflows:greet"
+UNDECLARED = "tests.e2e.test_typed_workflows:undeclared_pause"
 
 
 # region apps
@@ -96,6 +98,31 @@ class _Greet(Executor):
 def greet() -> Workflow:
     ex = _Greet()
     return WorkflowBuilder(name="greet", start_executor=ex, output_from=[ex]).build()
+
+
+@dataclasses.dataclass
+class Undeclared:
+    """A request payload no handler of the workflow declares (its handler takes `object`)."""
+
+    question: str
+
+
+class _AsksUndeclared(Executor):
+    def __init__(self) -> None:
+        super().__init__(id="asks")
+
+    @handler
+    async def run(self, text: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.request_info(request_data=Undeclared(text), response_type=str)
+
+    @response_handler
+    async def answered(self, original: object, answer: str, ctx: WorkflowContext[None, str]) -> None:
+        await ctx.yield_output(answer)
+
+
+def undeclared_pause() -> Workflow:
+    ex = _AsksUndeclared()
+    return WorkflowBuilder(name="undeclared", start_executor=ex, output_from=[ex]).build()
 
 
 # endregion
@@ -254,3 +281,18 @@ def test_a_new_turn_of_a_typed_workflow_is_a_new_run_on_the_new_input(shared_ser
         items = c.get(f"/v1/conversations/{conv}/items", params={"order": "asc"}).json()["data"]
         said = ["".join(p.get("text", "") for p in i["content"]) for i in items if i["type"] == "message"]
         assert said == ["2", "4", "5", "10"], said
+
+
+def test_a_pause_on_a_payload_that_cannot_be_checkpointed_fails_the_pausing_turn(shared_servers: Any) -> None:
+    """A request whose payload is off the allow-list (the workflow does not declare its type) fails
+    the turn that pauses on it, naming the type and the flag, not the turn that answers it."""
+    srv: InProcessServer = shared_servers(UNDECLARED)
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        r = _post(c, {"input": "why?", "store": True})
+        assert r.status_code == 200, r.text
+        body = r.json()
+    assert body["status"] == "failed", body
+    message = body["error"]["message"]
+    assert "tests.e2e.test_typed_workflows:Undeclared" in message, message
+    assert "--allow-checkpoint-type" in message and "paused on a request" in message, message
+    assert not _calls(body), body
