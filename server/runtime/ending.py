@@ -1,7 +1,13 @@
-"""The end of a run: close what is open, build the final Response, commit the terminal event.
+"""The end of a response: close what is open, build the final Response, commit the terminal event.
+
+Every end goes through `Ending.finish`: a run's (completed, failed, cancelled) and the ends
+recovery gives a response it does not resume (a cancel that reached a dead owner, a foreground
+response, one past its recoveries), whose `Closing` is `Interrupted`. The usage is the row's
+(what earlier lives committed) plus the run's own.
 
 Invariants:
-- Exactly one terminal event per run end: the run calls `finish` once (see `run.ResponseRun`).
+- Exactly one terminal event per end: the run calls `finish` once (see `run.ResponseRun`), and
+  recovery calls it instead of launching a run.
 - The terminal event, the closing of the items still open, the status transition, the pending
   requests a completed workflow waits on and the pruning of old checkpoints are one write,
   committed behind every earlier write of the run (so it also proves them).
@@ -15,14 +21,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
+
+from agent_framework import WorkflowCheckpoint
 
 from ..protocol import events as ev
 from ..protocol.response import build_response
 from ..protocol.sse import dumps
 from ..store import ABANDONED_STATUSES, CheckpointRow, Finish, OutputItemRow, PendingRequestRow
 from ._af_private import encode_session
-from .pairing import Pairing
+from .mapping import PendingApproval
+from .open_items import ClosedItem
 from .pending import pending_request_payloads
 from .plan import RunSpec
 from .sinks import Sink
@@ -33,6 +42,42 @@ from .usage import RunUsage, Usage
 SESSION_ROWS = "agent-session"
 
 ItemsReader = Callable[[str], Awaitable[list[OutputItemRow]]]
+
+
+class Closing(Protocol):
+    """What an end needs of the run it ends: its items (closing those still open) and what a
+    completed run keeps (`pairing.Pairing`; `Interrupted` when no run is left to end)."""
+
+    @property
+    def closed(self) -> list[ClosedItem]: ...
+
+    @property
+    def session(self) -> Any: ...
+
+    @property
+    def last_checkpoint(self) -> WorkflowCheckpoint | None: ...
+
+    @property
+    def approvals(self) -> list[PendingApproval]: ...
+
+    def close_open(self, status: str) -> list[ClosedItem]: ...
+
+
+class Interrupted:
+    """The `Closing` of a response recovery ends instead of resuming: the items its dead owner
+    left open, which recovery has already closed (`incomplete`); no session, no checkpoint to
+    keep (such an end is never `completed`)."""
+
+    def __init__(self, closed: list[ClosedItem]) -> None:
+        self.closed = list(closed)
+        self._open = list(closed)
+        self.session: Any = None
+        self.last_checkpoint: WorkflowCheckpoint | None = None
+        self.approvals: list[PendingApproval] = []
+
+    def close_open(self, status: str) -> list[ClosedItem]:
+        closing, self._open = self._open, []
+        return closing
 
 
 def _model_error(exc: BaseException) -> dict[str, Any] | None:
@@ -78,7 +123,14 @@ def waiting_items(output: list[dict[str, Any]], pending: list[PendingRequestRow]
 
 class Ending:
     def __init__(
-        self, spec: RunSpec, sink: Sink, pairing: Pairing, items: ItemsReader | None, usage: RunUsage
+        self,
+        spec: RunSpec,
+        sink: Sink,
+        pairing: Closing,
+        items: ItemsReader | None,
+        usage: RunUsage,
+        *,
+        trace: RunTrace = NO_TRACE,
     ) -> None:
         self._spec = spec
         self._sink = sink
@@ -86,7 +138,7 @@ class Ending:
         self._items = items  # None: nothing of this response is stored (store=false)
         self._usage = usage
         self.status: str | None = None
-        self.trace: RunTrace = NO_TRACE
+        self.trace = trace
 
     def usage(self) -> Usage:
         """The response's usage: earlier lives' (kept with the checkpoint resumed from) and this run's."""
@@ -179,7 +231,7 @@ class Ending:
         )
 
     def _pending_rows(self, session: CheckpointRow | None) -> list[PendingRequestRow]:
-        approvals = self._pairing.mapper.approvals
+        approvals = self._pairing.approvals
         if session is not None and approvals:
             # A plain agent's tool approvals: its session holds them; the rows let a reply be
             # checked and built (the request itself is what the framework binds the answer to).

@@ -105,8 +105,7 @@ class Launcher:
         sink.usage_source = usage.json
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         pairing.trace = trace
-        ending = Ending(spec, sink, pairing, self._store.output_items, usage)
-        ending.trace = trace
+        ending = Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace)
         run = ResponseRun(
             spec,
             sink=sink,

@@ -26,7 +26,7 @@ from agent_framework import WorkflowCheckpoint
 from ..observability import metrics
 from ..store import Store
 from .checkpoint_storage import SqlCheckpointStorage
-from .mapping import ItemMapper
+from .mapping import ItemMapper, PendingApproval
 from .open_items import ClosedItem
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
@@ -68,6 +68,11 @@ class Pairing(ABC):
     @abstractmethod
     def check(self) -> None:
         """Raise `CheckpointSaveFailed` if a save failed (the framework swallowed it)."""
+
+    @property
+    def approvals(self) -> list[PendingApproval]:
+        """A plain agent's tool calls awaiting approval (kept with a completed end)."""
+        return self.mapper.approvals
 
     def close_open(self, status: str) -> list[ClosedItem]:
         """Close every open item (emitting its closing events) and remember it."""

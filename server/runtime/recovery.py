@@ -1,7 +1,7 @@
 """Crash recovery: take over responses whose owner died, resume each from its newest paired checkpoint.
 
 A *paired checkpoint* is a checkpoint row committed in the same transaction as every event
-the run produced before it (see `run.ResponseRun._on_save`). Checkpoint rows are only ever
+the run produced before it (see `pairing.SqlPairing._on_save`). Checkpoint rows are only ever
 written that way, so every stored checkpoint of a response is paired, and the newest one by
 the host's sequence is where its workflow resumes: nothing it produced before is lost (it is
 committed), and nothing after it is duplicated (those supersteps rerun, and their partial
@@ -34,11 +34,11 @@ from ..observability import metrics
 from ..observability.logs import bind_response
 from ..protocol import events as ev
 from ..protocol.request import CreateRequest
-from ..protocol.response import build_response, usage
-from ..protocol.sse import dumps
-from ..store import DatabaseUnavailable, Finish, ResponseRow, Store
+from ..protocol.response import build_response
+from ..store import DatabaseUnavailable, ResponseRow, Store
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
+from .ending import Ending, Interrupted
 from .faults import database_error
 from .launcher import Launcher
 from .lives import Lives
@@ -48,6 +48,7 @@ from .registry import RunRegistry
 from .settings import RuntimeSettings
 from .sinks import SqlSink
 from .telemetry import NO_TRACE, RunTrace
+from .usage import RunUsage
 
 log = logging.getLogger("durable_responses.recovery")
 
@@ -351,23 +352,21 @@ class Recovery:
         message: str | None,
         trace: RunTrace = NO_TRACE,
     ) -> None:
-        """End a response recovery will not resume: cancelled, interrupted foreground, or looping."""
-        output = [json.loads(o.data) for o in await self._store.output_items(row.id)]
-        error = None if message is None else {"code": "server_error", "message": message}
-        response = build_response(
-            req,
+        """End a response recovery will not resume (cancelled, interrupted foreground, looping)
+        through the one `Ending`, with the usage its dead owner committed (kept on the row)."""
+        spec = RunSpec(
             response_id=row.id,
-            status=status,
-            created_at=int(row.created_at),
-            output=output,
-            error=error,
-            usage=usage(0, 0),
+            user_id=row.user_id,
+            created_at=row.created_at,
+            request=req,
+            background=row.background,
+            lineage=lineage_for(req, row.id),
+            all_output_here=False,
         )
-        sink.emit(ev.response_failed(response))
-        await sink.commit(
-            closed,
-            finish=Finish(status=status, completed_at=None, error=dumps(error) if error else None),
-        )
+        usage = RunUsage.stored(row.usage)
+        ending = Ending(spec, sink, Interrupted(closed), self._store.output_items, usage, trace=trace)
+        error = None if message is None else {"code": "server_error", "message": message}
+        await ending.finish(status, close_status="incomplete", error=error)
         await self._store.release_answers(row.id)
         metrics.RECOVERIES.inc(outcome="ended")
         metrics.RESPONSES_ENDED.inc(status=status)

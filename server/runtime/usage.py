@@ -266,6 +266,11 @@ class RunUsage:
         self._json: str | None = None
         self._json_key: tuple[int, int] = (0, 0)
 
+    @classmethod
+    def stored(cls, text: str | None) -> RunUsage:
+        """The usage of a response no run continues: what its row keeps (`Usage.from_body`)."""
+        return cls(UsageMeter(), StreamUsage(), Usage.from_body(text))
+
     def total(self) -> Usage:
         out = Usage()
         out.add(self._prior)
