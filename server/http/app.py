@@ -225,7 +225,13 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
                 request_id=request.headers.get("x-request-id"),
             )
         )
-        created = await host.create(user, req, chosen, idempotency_key=key is not None)
+        created = await host.create(
+            user,
+            req,
+            chosen,
+            idempotency_key=key is not None,
+            double_texting=request.headers.get("x-double-texting"),
+        )
         bind_response(created.response_id)
         response = await respond(request, created)
         if session:

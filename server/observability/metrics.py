@@ -147,6 +147,11 @@ HTTP_SECONDS = _histogram(
     _SECONDS,
     ["method", "route"],
 )
+DOUBLE_TEXTING = _counter(
+    "double_texting",
+    "New turns that found the turn they follow still running, by the strategy applied.",
+    ["strategy"],
+)
 PURGED = _counter("retention_purged_responses", "Responses deleted by retention (sweeper and purge).")
 
 

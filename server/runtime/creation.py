@@ -37,6 +37,7 @@ from .plan import RunSpec, lineage_for
 from .registry import RunRegistry
 from .run import ResponseRun
 from .settings import RuntimeSettings
+from .turns import Turns, strategy_of
 
 # Seconds after its run ends before a creator's subscription whose stream never started is
 # dropped (a live relay closes its own long before).
@@ -80,12 +81,20 @@ class Creator:
         self.conversations = conversations
         self.settings = settings
         self.owner = launcher.owner
+        self.turns = Turns(store, registry, settings.double_texting_wait_seconds)
 
     async def create(
-        self, user_id: str, req: CreateRequest, response_id: str | None, *, idempotency_key: bool = False
+        self,
+        user_id: str,
+        req: CreateRequest,
+        response_id: str | None,
+        *,
+        idempotency_key: bool = False,
+        double_texting: str | None = None,
     ) -> Created:
         """Create (and start) a response; `response_id` chosen by the client (`x-agent-response-id`,
-        or derived from an `Idempotency-Key`): a retry with the same id and body gets the same one."""
+        or derived from an `Idempotency-Key`): a retry with the same id and body gets the same one.
+        `double_texting`: the request's `x-double-texting` header (see `turns`)."""
         if not self.registry.accepting:
             raise errors.unavailable("The server is shutting down; retry on another instance.")
         if len(self.registry) >= self.settings.max_inflight:
@@ -101,6 +110,17 @@ class Creator:
             existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
             if existing is not None:
                 return existing
+        # The turn this one follows must have ended (or be ended) first.
+        strategy = strategy_of(req, double_texting, self.settings.double_texting)
+        cleared = await self.turns.clear(user_id, req, strategy)
+        if cleared is not req:
+            # Re-pointed past a rolled-back turn: stored so (recovery reads it); a retry is
+            # still the client's request.
+            req = cleared
+            encoded = dataclasses.replace(
+                await for_input(len(req.input_items), _encode_sync, req, rid),
+                request_hash=encoded.request_hash,
+            )
         # Items added to the conversation by hand since its last turn begin this turn's input.
         added = await self.conversations.take(user_id, req, rid)
         if not added:

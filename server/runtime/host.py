@@ -157,10 +157,19 @@ class Host:
     # -- create -------------------------------------------------------------------------
 
     async def create(
-        self, user_id: str, req: CreateRequest, response_id: str | None, *, idempotency_key: bool = False
+        self,
+        user_id: str,
+        req: CreateRequest,
+        response_id: str | None,
+        *,
+        idempotency_key: bool = False,
+        double_texting: str | None = None,
     ) -> Created:
-        """Create (and start) a response (see `creation.Creator`)."""
-        return await self.creator.create(user_id, req, response_id, idempotency_key=idempotency_key)
+        """Create (and start) a response (see `creation.Creator`; `double_texting`: the request's
+        `x-double-texting` header, see `turns`)."""
+        return await self.creator.create(
+            user_id, req, response_id, idempotency_key=idempotency_key, double_texting=double_texting
+        )
 
     # -- streams ------------------------------------------------------------------------
 

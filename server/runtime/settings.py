@@ -24,6 +24,15 @@ class Delivery(StrEnum):
     DURABLE = "durable"  # visible only once the superstep's checkpoint commits
 
 
+class DoubleTexting(StrEnum):
+    """What a new turn does while the turn it follows still runs (see `turns`)."""
+
+    ENQUEUE = "enqueue"
+    REJECT = "reject"
+    INTERRUPT = "interrupt"
+    ROLLBACK = "rollback"
+
+
 class RuntimeSettings(EnvSection):
     SECTION: ClassVar[str] = "Runtime"
 
@@ -68,6 +77,21 @@ class RuntimeSettings(EnvSection):
         1000,
         "DURABLE_RESPONSES_MAX_INFLIGHT",
         "Responses one process runs at once; more are refused with 429.",
+        gt=0,
+    )
+    double_texting: DoubleTexting = env_field(
+        DoubleTexting.ENQUEUE,
+        "DURABLE_RESPONSES_DOUBLE_TEXTING",
+        "What a new turn does while the turn it follows (its `previous_response_id`, or its "
+        "conversation's) still runs: `enqueue` (wait for it, then run), `reject` (409), `interrupt` "
+        "(cancel it, then run) or `rollback` (cancel and delete it, then run). A request chooses its "
+        "own with the `x-double-texting` header or the `double_texting` metadata key.",
+    )
+    double_texting_wait_seconds: float = env_field(
+        600.0,
+        "DURABLE_RESPONSES_DOUBLE_TEXTING_WAIT_SECONDS",
+        "How long a new turn waits for the turn it follows to end (enqueue) or to stop (interrupt, "
+        "rollback) before it is refused with 409 `conversation_busy`.",
         gt=0,
     )
     cancel_wait_seconds: float = env_field(

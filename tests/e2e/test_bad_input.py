@@ -171,13 +171,19 @@ def test_body_limit_and_api_key(shared_servers: Any) -> None:
 
 
 def test_continuation_conflicts(shared_servers: Any) -> None:
-    """Continuing from an in-progress response is a 409 (and creates nothing); once it finished,
+    """Continuing from an in-progress response with the `reject` strategy is a 409 (and creates
+    nothing); once it finished,
     the continuation runs from its last checkpoint; the stored responses stay consistent."""
     srv: InProcessServer = shared_servers(COUNTDOWN)
     with httpx.Client(base_url=srv.base_url, timeout=30) as c:
         bg = c.post("/responses", json={"input": "8 delay=0.1", "background": True}).json()
         err = assert_error_shape(
-            c.post("/responses", json={"input": "1", "previous_response_id": bg["id"]}), 409
+            c.post(
+                "/responses",
+                json={"input": "1", "previous_response_id": bg["id"]},
+                headers={"x-double-texting": "reject"},
+            ),
+            409,
         )
         assert err["code"] == "previous_response_in_progress" and bg["id"] in err["message"], err
         done = wait_status(srv, bg["id"])
