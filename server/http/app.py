@@ -5,7 +5,7 @@ Invariants:
   principal) and passes it to every read and write: another tenant's response is a 404.
 - Errors always have the body `{"error": {"message", "type", "param", "code"}}`.
 - SSE frames are pre-formatted `event:`/`id:`/`data:` blocks read from committed rows, batched
-  into one write per read; sse-starlette (`sse.py`) adds keep-alive comments and watches for
+  into one write per read; `sse.py` adds keep-alive comment lines and watches for
   disconnects.
 - This layer never touches SQL: it calls the runtime's `Host`.
 """
@@ -20,7 +20,6 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
-from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -123,10 +122,6 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host: bool = True) -> Starlette:
     cfg = settings or HttpSettings()
-    # Shutdown is ours, not sse-starlette's: on SIGTERM the host ends background streams at once
-    # (their runs go on elsewhere) and lets foreground streams finish with their runs.
-    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
-
     auth = Authenticator(cfg.api_key, cfg.principal_keys)
 
     def user_of(request: Request) -> str:
@@ -329,8 +324,9 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         finally:
             if manage_host:
                 await host.stop()
-            # (Not `AppStatus.should_exit`: it is process-wide and would end the streams of every
-            # other app in this process. Our relays end by themselves once the host has stopped.)
+            # Our relays end by themselves once the host has stopped: on SIGTERM the host ends
+            # background streams at once (their runs go on elsewhere) and lets foreground
+            # streams finish with their runs.
 
     async def not_found_handler(request: Request, exc: Exception) -> Response:
         return error_response(errors.not_found(f"No route for {request.method} {request.url.path}."))

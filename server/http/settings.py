@@ -50,7 +50,7 @@ class HttpSettings(EnvSection):
         "`/v1/admin/...`); other callers see their own partition there.",
     )
     keepalive_seconds: float = env_field(
-        15.0, "SSE_KEEPALIVE_INTERVAL", "Seconds between SSE keep-alive comments.", gt=0
+        15.0, "SSE_KEEPALIVE_INTERVAL", "Seconds between SSE keep-alive comment lines (see HTTP API).", gt=0
     )
 
     cors_origins: tuple[str, ...] = env_field(
