@@ -30,6 +30,7 @@ from ..protocol import errors
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
 from ..store import (
+    LIVE_MARK,
     TERMINAL_STATUSES,
     ResponseRow,
     Store,
@@ -58,6 +59,12 @@ READINESS_PROBE_AFTER = 2.0
 RELEASE_ATTEMPTS = 4
 
 
+def _new_owner(*, live: bool) -> str:
+    """`hostname:pid:nonce`; the nonce starts with the liveness mark when `live`."""
+    nonce = uuid.uuid4().hex[:8]
+    return f"{socket.gethostname()}:{os.getpid()}{LIVE_MARK + nonce if live else ':' + nonce}"
+
+
 class Host:
     def __init__(self, store: Store, app: HostedApp, settings: RuntimeSettings | None = None) -> None:
         self.store = store
@@ -68,27 +75,39 @@ class Host:
             extra = tuple(t for t in app.checkpoint_types if t not in settings.checkpoint_types)
             settings = settings.model_copy(update={"checkpoint_types": (*settings.checkpoint_types, *extra)})
         self.settings = settings
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.registry = RunRegistry()
         self.continuations = Continuations(store, app, self.settings.checkpoint_types)
-        self.webhooks = Webhooks(store, self.settings, self.owner)
-        self.launcher = Launcher(store, app, self.settings, self.registry, self.owner, self.webhooks)
         self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
-        self.leases = LeaseKeeper(store, self.registry, self.owner)
-        self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, self.settings)
         self.conversations = ConversationService(store, self.continuations)
-        self.creator = Creator(
-            store, self.registry, self.launcher, self.continuations, self.conversations, self.settings
-        )
+        # PostgreSQL: the owner id carries the liveness mark when this process can hold its
+        # liveness lock (store/_pg_liveness.py): its death is then known at once.
+        self._assemble(_new_owner(live=store.liveness_possible))
         self._tasks: list[asyncio.Task[None]] = []
         self.admin = Admin(self)
         metrics.watch_runs(self.registry)
         metrics.watch_store(store)
 
+    def _assemble(self, owner: str) -> None:
+        """The collaborators that act under this process's lease owner id."""
+        store, settings = self.store, self.settings
+        self.owner = owner
+        self.webhooks = Webhooks(store, settings, owner)
+        self.launcher = Launcher(store, self.app, settings, self.registry, owner, self.webhooks)
+        self.leases = LeaseKeeper(store, self.registry, owner)
+        self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, settings)
+        self.creator = Creator(
+            store, self.registry, self.launcher, self.continuations, self.conversations, settings
+        )
+
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.store.start(self.owner)
+        if self.store.liveness_impossible:
+            # The LISTEN URL is a transaction pooler: no session keeps the liveness lock, so the
+            # owner id must not claim it (nothing ran under the marked one yet).
+            await self.store.close_liveness()
+            self._assemble(_new_owner(live=False))
         self._tasks.append(asyncio.create_task(self.leases.loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
         self._tasks.append(asyncio.create_task(self.webhooks.loop(), name="webhook-loop"))
@@ -120,7 +139,7 @@ class Host:
         delay = 0.1
         for attempt in range(RELEASE_ATTEMPTS):
             try:
-                await self.store.release_leases(self.owner)
+                await self.store.hand_off(self.owner)
                 return
             except Exception as exc:
                 if database_error(exc) is None or attempt == RELEASE_ATTEMPTS - 1:

@@ -35,7 +35,7 @@ from ..observability.logs import bind_response
 from ..protocol import events as ev
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response
-from ..store import DatabaseUnavailable, ResponseRow, Store
+from ..store import DatabaseUnavailable, ResponseRow, Store, Subscription
 from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .ending import Ending, Interrupted
@@ -77,6 +77,12 @@ LOAD_DELAY = 0.004
 LOAD_DELAY_CAP = 0.1
 # Claimed responses resumed at the same time by one sweep (each resume is a few reads).
 RESUME_CONCURRENCY = 8
+# PostgreSQL with liveness locks (store/_pg_liveness.py): how often a sleeping recovery looks for
+# responses of dead owners (one read of the lock table), and how long a survivor leaves a dead
+# owner's response to the survivor whose share it is before it claims it itself.
+LIVENESS_POLL = 0.2
+SHARE_AT = 0.3
+DEAD_GRACE = 0.6
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
 RETRY_FIRST = 0.05
 RETRY_CAP = 0.25
@@ -129,6 +135,8 @@ class Recovery:
         self._settings = settings
         self.recovered = 0
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
+        self._dead_seen: dict[str, float] = {}  # dead-owned response id -> when to claim it (wall)
+        self._wake: Subscription | None = None
 
     async def loop(self) -> None:
         """Sweep now, then when the next lease expires (plus a little jitter, so that replicas
@@ -169,19 +177,51 @@ class Recovery:
         return min(interval, max(0.0, expiry - time.time()) + load + random.uniform(0.0, EXPIRY_JITTER))
 
     async def _sleep(self, seconds: float, strand_wakes: bool) -> None:
-        """Sleep `seconds`; with `strand_wakes`, a run of ours stopping on a database error
-        (meanwhile, or during the sweep just done) ends the sleep."""
+        """Sleep `seconds`; another replica's hand-off (its NOTIFY) ends it, and, while this
+        process judges liveness (PostgreSQL), so does a response whose owner died (looked for
+        every LIVENESS_POLL)."""
+        if self._wake is None:
+            self._wake = self._store.recovery_wake()
+        wake = self._wake
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            slice_ = min(left, LIVENESS_POLL) if self._store.judges_liveness else left
+            wake.clear()
+            sleeper = asyncio.ensure_future(self._sleep_slice(slice_, strand_wakes))
+            woken = asyncio.ensure_future(wake.wait(slice_))
+            done, _ = await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+            for f in (sleeper, woken):
+                if f not in done:
+                    f.cancel()
+            if woken in done and woken.result():
+                return  # a hand-off: its leases are free now
+            if sleeper in done and sleeper.result():
+                return  # a run of ours stranded
+            if self._store.judges_liveness:
+                with contextlib.suppress(Exception):
+                    if await self._dead_plan():
+                        return
+
+    async def _sleep_slice(self, seconds: float, strand_wakes: bool) -> bool:
+        """Sleep `seconds`; True when a run of ours stopping on a database error (meanwhile,
+        or during the sweep just done) ended the sleep (with `strand_wakes`)."""
         stranded = self._registry.stranded_added
         if strand_wakes and stranded.is_set():
             stranded.clear()
-            return
+            return True
         stranded.clear()
         if not strand_wakes:
             await asyncio.sleep(seconds)
-            return
-        with contextlib.suppress(TimeoutError):
+            return False
+        try:
             await asyncio.wait_for(stranded.wait(), seconds)
+        except TimeoutError:
+            return False
         stranded.clear()
+        return True
 
     async def sweep(self) -> int:
         """Claim and resume expired responses, and our own stranded ones; returns how many.
@@ -198,6 +238,9 @@ class Recovery:
         tasks: list[asyncio.Task[DatabaseUnavailable | bool]] = []
         pace = _Pace()
         try:
+            if registry.accepting and self._store.judges_liveness:
+                for row in await self._claim_dead():
+                    tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
             while registry.accepting:
                 batch = pace.batch()
                 rows, left = await self._store.claim_some(self._launcher.owner, limit=batch, own=own)
@@ -225,6 +268,39 @@ class Recovery:
         if down is not None:
             raise down
         return total
+
+    async def _dead_plan(self) -> list[tuple[str, str]]:
+        """Read the responses whose owner is dead by its liveness lock and plan their claims;
+        returns those due now (this process's share, and any left to another survivor for
+        DEAD_GRACE more).
+
+        Shares stay fair because nobody claims before SHARE_AT after it first saw a dead owner's
+        responses: every survivor (each looks every LIVENESS_POLL) has then seen the same list,
+        and the i-th in id order is the share of the live member ranked i modulo their number.
+        Alone, a survivor claims at once."""
+        dead, members = await self._store.dead_owned(self._launcher.owner)
+        now = time.time()
+        found = dict(dead)
+        plan = self._dead_seen
+        for rid in [r for r in plan if r not in found]:
+            del plan[rid]
+        key = self._store.liveness_key
+        rank = members.index(key) if key is not None and key in members else -1
+        alone = rank < 0 or len(members) <= 1
+        for i, (rid, _old) in enumerate(dead):
+            if rid not in plan:
+                mine = alone or i % len(members) == rank
+                plan[rid] = (now if alone else now + SHARE_AT) + (0.0 if mine else DEAD_GRACE)
+        return [(rid, old) for rid, old in dead if plan[rid] <= now]
+
+    async def _claim_dead(self) -> list[ResponseRow]:
+        """Claim the responses of dead owners that are due (`_dead_plan`)."""
+        due = await self._dead_plan()
+        rows = await self._store.claim_dead(self._launcher.owner, due)
+        if rows:
+            metrics.TAKEOVERS.inc(len(rows))
+            log.info("took over %d responses of dead replicas at once (liveness lock gone)", len(rows))
+        return rows
 
     async def _resume_one(self, row: ResponseRow, gate: asyncio.Semaphore) -> DatabaseUnavailable | bool:
         """Resume one claimed response: True, False (an error, logged), or the database's

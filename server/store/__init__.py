@@ -6,6 +6,7 @@ driver's exception.
 """
 
 from ._engine import BadDatabaseURL, ConnectionOptions, Database, normalize_url, open_database
+from ._pg_liveness import LIVE_MARK
 from ._writer import WriteKind
 from .conversations import AddedItem, ConversationRow
 from .errors import DatabaseUnavailable, Unavailable, classify
@@ -35,6 +36,7 @@ from .webhooks import Delivery, DeliveryStatus
 __all__ = [
     "ABANDONED_STATUSES",
     "ACTIVE_STATUSES",
+    "LIVE_MARK",
     "TERMINAL_STATUSES",
     "AddedItem",
     "BadDatabaseURL",

@@ -9,11 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, text, update
 
 from . import _tables as t
 from ._base import StoreBase, response_row
 from ._engine import POSTGRESQL
+from ._pg_liveness import LIVE_MARK, MEMBERS_SQL, key_sql
 from .errors import lost_to_concurrency
 from .records import (
     ACTIVE_STATUSES,
@@ -22,6 +23,20 @@ from .records import (
 
 # Tries of a lease renewal that PostgreSQL aborted for a concurrent transaction.
 _RENEW_ATTEMPTS = 3
+# A lease released on a graceful shutdown (a hand-off, not a crash: no recovery counted); a
+# lease expired because its owner is known dead is 0.0.
+HANDED_OFF = -1.0
+
+# PostgreSQL: the active responses, in id order, whose owner carries the liveness mark and holds
+# no liveness lock (dead), with their owner. (Their leases may still run: that is the point.)
+_DEAD_SQL = (
+    "SELECT r.id, r.lease_owner FROM responses r"
+    " WHERE r.status IN ('queued', 'in_progress') AND r.lease_owner LIKE :mark AND r.lease_owner <> :me"
+    " AND r.lease_expires_at >= :now"
+    " AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 2"
+    " AND l.classid = :cls AND l.objid::bigint = " + key_sql("r.lease_owner") + ")"
+    " ORDER BY r.id"
+)
 
 
 class Leases(StoreBase):
@@ -80,13 +95,64 @@ class Leases(StoreBase):
                 .values(
                     lease_owner=owner,
                     lease_expires_at=now + self.lease_seconds,
-                    recovery_count=c.recovery_count + (1 if mine is None else case((mine, 0), else_=1)),
+                    # A hand-off (a graceful shutdown released it) or our own response after an
+                    # outage is no crash: not counted.
+                    recovery_count=c.recovery_count
+                    + case(
+                        (c.lease_expires_at == HANDED_OFF, 0),
+                        *(((mine, 0),) if mine is not None else ()),
+                        else_=1,
+                    ),
                 )
                 .returning(*t.responses.c)
             )
             rows = (await conn.execute(stmt)).all()
             left = (await conn.execute(select(func.count()).where(expired))).scalar()
         return [response_row(r) for r in rows], int(left or 0)
+
+    async def dead_owned(self, owner: str) -> tuple[list[tuple[str, str]], list[int]]:
+        """PostgreSQL: (id, owner) of the active responses whose owner is dead by its liveness
+        lock (their lease not yet expired), and the live members' keys in order."""
+        from ._pg_liveness import LOCK_CLASS
+
+        async with self._read() as conn:
+            dead = (
+                await conn.execute(
+                    text(_DEAD_SQL),
+                    {"mark": f"%{LIVE_MARK}%", "me": owner, "now": time.time(), "cls": LOCK_CLASS},
+                )
+            ).all()
+            if not dead:
+                return [], []
+            members = (await conn.execute(text(MEMBERS_SQL))).scalars().all()
+        return [(r[0], r[1]) for r in dead], [int(m) for m in members]
+
+    async def claim_dead(self, owner: str, dead: Sequence[tuple[str, str]]) -> list[ResponseRow]:
+        """Take over these responses of dead owners (`dead_owned`), each only while its owner is
+        still the one found dead (another survivor may have claimed it meanwhile): a crash
+        takeover, counted."""
+        if not dead:
+            return []
+        c = t.responses.c
+        was = or_(*(and_(c.id == rid, c.lease_owner == old) for rid, old in dead))
+        still = and_(c.status.in_(ACTIVE_STATUSES), was)
+        pick = select(c.id).where(still).order_by(c.id).with_for_update(skip_locked=True)
+        async with self._write() as conn:
+            ids = list((await conn.execute(pick)).scalars())
+            if not ids:
+                return []
+            stmt = (
+                update(t.responses)
+                .where(and_(c.id.in_(ids), still))
+                .values(
+                    lease_owner=owner,
+                    lease_expires_at=time.time() + self.lease_seconds,
+                    recovery_count=c.recovery_count + 1,
+                )
+                .returning(*t.responses.c)
+            )
+            rows = (await conn.execute(stmt)).all()
+        return [response_row(r) for r in rows]
 
     async def next_lease_expiry(self, owner: str) -> float | None:
         """When the next lease of an active response held by another owner expires (wall
@@ -162,12 +228,21 @@ class Leases(StoreBase):
                 .values(lease_expires_at=0.0)
             )
 
-    async def release_leases(self, owner: str) -> None:
-        """Let other processes recover our in-flight responses at once (graceful shutdown)."""
+    async def release_leases(self, owner: str, *, notify: str | None = None) -> None:
+        """Let other processes recover our in-flight responses at once (graceful shutdown): a
+        hand-off, which their claim does not count as a recovery. `notify` (PostgreSQL):
+        `pg_notify` this payload on the events channel in the same transaction, which wakes the
+        other replicas' recovery at once."""
         c = t.responses.c
         async with self._write() as conn:
-            await conn.execute(
+            res = await conn.execute(
                 update(t.responses)
                 .where(and_(c.lease_owner == owner, c.status.in_(ACTIVE_STATUSES)))
-                .values(lease_expires_at=0.0)
+                .values(lease_expires_at=HANDED_OFF)
             )
+            if notify is not None and self.dialect == POSTGRESQL and res.rowcount:
+                from ._pg_listen import CHANNEL
+
+                await conn.execute(
+                    text("SELECT pg_notify(:ch, :payload)"), {"ch": CHANNEL, "payload": notify}
+                )

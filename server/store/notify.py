@@ -23,6 +23,11 @@ from .records import EventRow
 TAIL_LIMIT = 8192
 
 
+# Not a response id (ids are [A-Za-z0-9_-]): the key whose subscribers are woken when another
+# replica hands its responses off (its graceful shutdown's `pg_notify`), i.e. recovery.
+RECOVERY_WAKE = "!recovery"
+
+
 class Notifier:
     def __init__(self) -> None:
         self._subs: dict[str, set[Subscription]] = {}

@@ -32,11 +32,12 @@ from ._checkpoints import Checkpoints
 from ._engine import POSTGRESQL, ConnectionOptions, Database, open_database, sqlite_path
 from ._leases import Leases
 from ._lockfile import LockFile
+from ._pg_liveness import LIVE_MARK, Liveness
 from ._requests import RequestsAndConversations
 from .conversations import ConversationStore
 from .errors import classify
 from .health import DatabaseHealth
-from .notify import Notifier
+from .notify import RECOVERY_WAKE, Notifier, Subscription
 from .ops import OpsStore
 from .outbox import Outbox
 from .records import (
@@ -77,6 +78,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         self.lease_seconds = lease_seconds
         self.instance = uuid.uuid4().hex
         self._listener: _pg_listen.PgListener | None = None
+        self._liveness: Liveness | None = None
         self._lock: LockFile | None = None
         self.outbox = Outbox(
             db, self.notifier, commit_window=commit_window, max_batch=max_batch, lease_seconds=lease_seconds
@@ -117,6 +119,9 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
                 raise
             log.warning("store: %s; connections will be retried", unavailable.log_text())
         self.outbox.notify_replicas(_pg_listen.CHANNEL, self.instance + "|")
+        if self.db.listen is not None and owner is not None and LIVE_MARK in owner:
+            self._liveness = Liveness(self.db.listen, owner)
+            await self._liveness.start()
         if self.db.listen is None:
             log.warning(
                 "LISTEN is off (DURABLE_RESPONSES_LISTEN_DATABASE_URL=off): relays of responses driven by "
@@ -149,6 +154,41 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
                 return
             await asyncio.sleep(0.01)
         log.warning("store: could not share the lock on %s.lock; its leases expire as usual", path)
+
+    @property
+    def liveness_possible(self) -> bool:
+        """Whether this store can hold a liveness lock for its owner (PostgreSQL with a LISTEN
+        connection: direct or session-mode); `start` says whether it could after all."""
+        return self.dialect == POSTGRESQL and self.db.listen is not None
+
+    @property
+    def liveness_impossible(self) -> bool:
+        """Started, and the LISTEN URL turned out to be a transaction pooler: no liveness lock."""
+        return self._liveness is not None and self._liveness.impossible
+
+    @property
+    def judges_liveness(self) -> bool:
+        """Whether this process holds its liveness lock now (and has for `SETTLE_SECONDS` after
+        a loss): then it may claim the responses of owners whose lock is gone (`dead_owned`)."""
+        return self._liveness is not None and self._liveness.judging
+
+    @property
+    def liveness_key(self) -> int | None:
+        """This process's liveness lock key as `dead_owned` lists the members' (None: no lock)."""
+        return self._liveness.key if self._liveness is not None else None
+
+    async def close_liveness(self) -> None:
+        if self._liveness is not None:
+            await self._liveness.close()
+            self._liveness = None
+
+    def recovery_wake(self) -> Subscription:
+        """A subscription woken when another replica hands its responses off (`RECOVERY_WAKE`)."""
+        return self.notifier.subscribe(RECOVERY_WAKE)
+
+    async def hand_off(self, owner: str) -> None:
+        """Release every lease of `owner` (graceful shutdown) and wake the other replicas."""
+        await self.release_leases(owner, notify=f"{self.instance}|{RECOVERY_WAKE}")
 
     @property
     def cross_process_wakeups(self) -> bool:
@@ -187,6 +227,8 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
+        if self._liveness is not None:
+            await self._liveness.close()
         await self.db.dispose()
 
     async def ping(self) -> None:
