@@ -35,6 +35,15 @@ Private names used, and why
   the host accepts is one the framework accepts.
 - ``Workflow._runner_context`` (the framework's own ``WorkflowAgent`` reads it too): ``pace_events``
   wraps that instance's ``add_event``, through which every event of an executor reaches the stream.
+- ``WorkflowAgent._workflow``: ``_TypedInputWorkflowAgent`` sets it itself instead of calling
+  ``WorkflowAgent.__init__``, which refuses a workflow whose start executor does not take
+  messages; its input phase sends the typed input the host built (``typed_workflow_agent``).
+- ``Executor._response_handler_specs``: the request and response types of an executor's
+  ``@response_handler``s (``declared_request_types``), admitted to the checkpoint allow-list.
+- ``FunctionalWorkflowAgent._workflow``: the functional workflow an app's ``.as_agent()`` wraps
+  (``functional_workflow_of``).
+- ``_typing_utils.is_instance_of`` also tells whether the framework can route a value to a
+  declared input type (``dispatchable``: a ``TypedDict`` cannot be, in 1.23.0).
 - ``agent_framework._workflows._checkpoint_encoding.encode_checkpoint_value`` /
   ``decode_checkpoint_value``: the encoding ``FileCheckpointStorage`` uses (JSON, non-JSON values as
   base64 pickle + type name, restricted unpickler with an allow-list). Only ``register_checkpoint_type``
@@ -96,6 +105,7 @@ __all__ = [
     "dispatchable",
     "encode_checkpoint",
     "encode_session",
+    "functional_workflow_of",
     "make_restorable",
     "on_events_end",
     "pace_events",
@@ -339,6 +349,15 @@ def make_restorable(agent: WorkflowAgent) -> WorkflowAgent:
         _RESTORABLE_CLASSES[cls] = restorable
     agent.__class__ = restorable
     return agent
+
+
+def functional_workflow_of(agent: Any) -> Any:
+    """The ``FunctionalWorkflow`` a ``FunctionalWorkflowAgent`` (``.build().as_agent()``) wraps:
+    in 1.23.0 only its private ``_workflow`` holds it."""
+    workflow = getattr(agent, "_workflow", None)
+    if workflow is None:
+        raise TypeError("this FunctionalWorkflowAgent does not hold its workflow as _workflow")
+    return workflow
 
 
 def dispatchable(value: Any, declared: Any) -> bool:

@@ -23,9 +23,25 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agent_framework import Workflow, WorkflowAgent, WorkflowBuilder, WorkflowExecutor
+from agent_framework import (
+    FunctionalWorkflow,
+    FunctionalWorkflowAgent,
+    FunctionalWorkflowDefinition,
+    StepWrapper,
+    Workflow,
+    WorkflowAgent,
+    WorkflowBuilder,
+    WorkflowExecutor,
+)
 
-from ._af_private import declared_request_types, dispatchable, make_restorable, typed_workflow_agent
+from ._af_private import (
+    declared_request_types,
+    dispatchable,
+    functional_workflow_of,
+    make_restorable,
+    typed_workflow_agent,
+)
+from .functional import FunctionalAgent, fresh_functional, functional_input
 from .inputs import InputSpec, spec_for_types
 
 DEFAULT_APP = "durable_responses.examples.echo:echo"
@@ -47,13 +63,20 @@ class HostedApp:
         self.input = InputSpec()
         self.kind = "agent"
         probe = self._build_raw()
-        self.is_workflow = isinstance(probe, WorkflowAgent)
-        if self.is_workflow:
+        self.is_workflow = isinstance(probe, WorkflowAgent | FunctionalAgent)
+        if isinstance(probe, WorkflowAgent):
             self.kind = "workflow"
+        elif isinstance(probe, FunctionalAgent):
+            self.kind = "functional_workflow"
         self.name = getattr(probe, "name", None) or spec
         workflow = getattr(probe, "workflow", None)
         try:
-            declared = declared_types(workflow) if isinstance(workflow, Workflow) else set()
+            if isinstance(workflow, Workflow):
+                declared = declared_types(workflow)
+            elif isinstance(workflow, FunctionalWorkflow):
+                declared = functional_types(workflow)
+            else:
+                declared = set()
         except Exception as exc:
             raise AppError(
                 f"the types the workflow built by {spec} declares cannot be read "
@@ -63,8 +86,11 @@ class HostedApp:
 
     @property
     def typed_input(self) -> bool:
-        """Whether a new turn starts a new run with a typed input (not messages to the last state)."""
-        return self.is_workflow and (self.input.typed or self.input.single_message)
+        """Whether a new turn starts a new run (a typed input, or a functional workflow) instead
+        of sending messages to the state the last turn left; a pause is continued either way."""
+        return self.is_workflow and (
+            self.input.typed or self.input.single_message or self.kind == "functional_workflow"
+        )
 
     def describe(self) -> dict[str, Any]:
         """What a client needs to call the app: its kind and the JSON schema of its input."""
@@ -108,6 +134,12 @@ class HostedApp:
                 built = built.build()
             if isinstance(built, Workflow):
                 built = self._workflow_agent(built)
+            if isinstance(built, FunctionalWorkflowDefinition):
+                built = built.build()
+            if isinstance(built, FunctionalWorkflowAgent):
+                built = functional_workflow_of(built)
+            if isinstance(built, FunctionalWorkflow):
+                built = self._functional_agent(built)
         except AppError:
             raise
         except Exception as exc:
@@ -117,7 +149,7 @@ class HostedApp:
         if not hasattr(built, "run") or not callable(built.run):
             raise AppError(
                 f"the app factory {self.spec} returned {type(built).__name__}; it must return a Workflow, "
-                "WorkflowBuilder, WorkflowAgent or an agent with a run() method"
+                "WorkflowBuilder, WorkflowAgent, a functional @workflow or an agent with a run() method"
             )
         return built
 
@@ -154,12 +186,60 @@ class HostedApp:
         self.input = spec
         return typed_workflow_agent(workflow, spec.convert, name=name)
 
+    def _functional_agent(self, built: FunctionalWorkflow) -> FunctionalAgent:
+        fresh = fresh_functional(built)  # even if the factory hands out one instance: one per run
+        spec = functional_input(fresh)
+        if not spec.typed and not spec.single_message and spec != InputSpec():
+            raise AppError(f"the functional workflow {self.spec} takes an input the host cannot build")
+        try:
+            spec.schema()
+            spec.adapters()
+        except Exception as exc:
+            raise AppError(
+                f"the functional workflow {self.spec} takes {spec.describe()}, which cannot be built from "
+                f"JSON ({type(exc).__name__}: {exc}); take a str, a number, a dataclass or a pydantic "
+                "model instead"
+            ) from exc
+        self.input = spec
+        return FunctionalAgent(fresh, spec, name=fresh.name)
+
     def build(self) -> Any:
         """A fresh agent for one run (workflow agents made restorable)."""
         agent = self._build_raw()
         if isinstance(agent, WorkflowAgent):
             make_restorable(agent)
         return agent
+
+
+def _annotations_of(func: Any) -> list[Any]:
+    try:
+        return list(typing.get_type_hints(func).values())
+    except Exception:
+        return []
+
+
+def functional_types(workflow: FunctionalWorkflow) -> set[str]:
+    """`module:qualname` of the application classes a functional workflow declares: its function's
+    parameter and return annotations and those of the `@step`s it names (their results are cached
+    in its checkpoints)."""
+    func = getattr(workflow, "__wrapped__", None)
+    if not callable(func):
+        return set()
+    annotations = _annotations_of(func)
+    code = getattr(func, "__code__", None)
+    scope = getattr(func, "__globals__", {})
+    for name in getattr(code, "co_names", ()):
+        step = scope.get(name)
+        if isinstance(step, StepWrapper):
+            annotations += _annotations_of(getattr(step, "__wrapped__", None))
+    found: set[str] = set()
+    classes: set[int] = set()
+    for annotation in annotations:
+        for cls in _classes_in(annotation, classes):
+            key = _type_key(cls)
+            if key is not None and not inspect.isabstract(cls) and cls is not type(None):
+                found.add(key)
+    return found
 
 
 def _type_key(t: type) -> str | None:
@@ -213,8 +293,11 @@ def declared_types(workflow: Workflow, seen: set[int] | None = None) -> set[str]
 
 
 def _as_factory(target: Any, spec: str) -> Callable[[], Any]:
-    if isinstance(target, WorkflowBuilder):
+    if isinstance(target, WorkflowBuilder | FunctionalWorkflowDefinition):
         return target.build
+    if isinstance(target, FunctionalWorkflow | FunctionalWorkflowAgent):
+        # The host builds a fresh instance of its function for every run (`_functional_agent`).
+        return lambda: target
     if isinstance(target, Workflow | WorkflowAgent):
         raise AppError(
             f"--app {spec} names a {type(target).__name__} instance; name a zero-argument function that "

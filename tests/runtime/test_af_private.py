@@ -783,3 +783,13 @@ def test_declared_request_types_reads_the_response_handlers() -> None:
 
 
 # endregion
+
+
+def test_functional_workflow_of_unwraps_as_agent() -> None:
+    from durable_responses.examples.functional import order_pipeline
+    from durable_responses.runtime._af_private import functional_workflow_of
+
+    built = order_pipeline.build()
+    assert functional_workflow_of(built.as_agent()) is built
+    # The host rebuilds it from the function both expose (functools.update_wrapper).
+    assert built.__wrapped__ is order_pipeline.__wrapped__

@@ -1,0 +1,187 @@
+"""Functional workflows (`@workflow` / `@step`) hosted through the host's agent interface.
+
+`FunctionalAgent.run(messages, stream=True, checkpoint_storage=..., checkpoint_id=...)` is what
+the `Driver` calls for every workflow:
+- a new run: the function's input (its first parameter that is not the `RunContext`) built from
+  the messages (`inputs.InputSpec`), `FunctionalWorkflow.run(message=...)`;
+- recovery: `run(checkpoint_id=C)` with no messages; the framework restores C's `@step` cache and
+  the original input and calls the function again, every finished step answered from the cache,
+  so a crash resumes after the last finished step;
+- an answer to a pause: `run(checkpoint_id=C, responses={request id: value})`.
+Each `@step` that finishes saves a checkpoint through the host's storage (paired like a superstep's).
+
+What a client sees: the framework gives a functional workflow's events only once the function has
+returned or paused (agent-framework 1.23: "not true streaming"), so its output (the return value,
+as text; JSON when structured) and its `request_info` calls (a `function_call` named
+`request_info`, as a graph workflow's) arrive at the end of the run.
+
+Invariant: public agent-framework names only (`FunctionalWorkflow.run`, `WorkflowEvent`,
+`CheckpointStorage.load`); the function is read from `__wrapped__`, which the framework's
+definition and built workflow both set (`functools.update_wrapper`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from agent_framework import (
+    AgentResponse,
+    AgentResponseUpdate,
+    CheckpointStorage,
+    Content,
+    FunctionalWorkflow,
+    Message,
+    RunContext,
+    WorkflowAgent,
+)
+
+from .inputs import InputSpec, annotation_types, spec_for_types
+from .messages import ReplyTypeError, function_output_value
+from .outputs import output_value
+
+__all__ = ["FunctionalAgent", "fresh_functional", "functional_input"]
+
+# How far back a run looks for the request a reply answers (see `_responses`).
+_MAX_CHAIN = 64
+
+
+def _is_context(name: str, annotation: Any) -> bool:
+    return annotation is RunContext or name == "ctx"
+
+
+def functional_input(workflow: FunctionalWorkflow) -> InputSpec:
+    """The input spec of a functional workflow: its function's first non-context parameter."""
+    func = getattr(workflow, "__wrapped__", None)
+    declared = annotation_types(func, _is_context) if callable(func) else [str]
+    return spec_for_types(declared) if declared else InputSpec(types=(str,))
+
+
+def fresh_functional(built: Any) -> FunctionalWorkflow:
+    """A new `FunctionalWorkflow` of the same function (one instance runs one run at a time)."""
+    func = getattr(built, "__wrapped__", None)
+    if not callable(func):
+        raise TypeError(f"{type(built).__name__} does not expose its function (__wrapped__)")
+    return FunctionalWorkflow(func, name=built.name, description=getattr(built, "description", None))
+
+
+def _contents(data: Any) -> list[Content]:
+    shown = output_value(data)
+    if isinstance(shown, str):
+        return [Content.from_text(shown)]
+    if isinstance(shown, Content):
+        return [shown]
+    if isinstance(shown, Message):
+        return list(shown.contents)
+    if isinstance(shown, AgentResponse):
+        return [c for m in shown.messages for c in m.contents]
+    if isinstance(shown, AgentResponseUpdate):
+        return list(shown.contents)
+    if isinstance(shown, list):
+        return [c for x in shown for c in _contents(x)]
+    return [Content.from_text(str(shown))]
+
+
+class FunctionalAgent:
+    """Runs a `FunctionalWorkflow` the way the host runs a workflow agent (see module doc)."""
+
+    def __init__(self, workflow: FunctionalWorkflow, spec: InputSpec, *, name: str) -> None:
+        self.workflow = workflow
+        self.input = spec
+        self.name = name
+        self.id = f"FunctionalAgent_{name}"
+
+    def run(
+        self,
+        messages: Sequence[Message] | None = None,
+        *,
+        stream: bool = True,
+        checkpoint_storage: CheckpointStorage | None = None,
+        checkpoint_id: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        if not stream:
+            raise ValueError("the host runs functional workflows streamed")
+        return self._run(list(messages or []), checkpoint_storage, checkpoint_id)
+
+    async def _run(
+        self,
+        messages: list[Message],
+        storage: CheckpointStorage | None,
+        checkpoint_id: str | None,
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        run_kwargs: dict[str, Any] = {"stream": True, "checkpoint_storage": storage}
+        if checkpoint_id is None:
+            run_kwargs["message"] = self.input.convert(messages)
+        else:
+            run_kwargs["checkpoint_id"] = checkpoint_id
+            responses = await self._responses(messages, storage, checkpoint_id)
+            if responses:
+                run_kwargs["responses"] = responses
+        response_id = str(uuid.uuid4())
+        async for event in self.workflow.run(**run_kwargs):
+            if event.type == "output":
+                contents = _contents(event.data)
+                if contents:
+                    yield AgentResponseUpdate(
+                        contents=contents,
+                        role="assistant",
+                        author_name=self.name,
+                        response_id=response_id,
+                        message_id=str(uuid.uuid4()),
+                    )
+            elif event.type == "request_info" and event.request_id:
+                call = Content.from_function_call(
+                    call_id=event.request_id,
+                    name=WorkflowAgent.REQUEST_INFO_FUNCTION_NAME,
+                    arguments={"request_id": event.request_id, "data": event.data},
+                )
+                yield AgentResponseUpdate(
+                    contents=[call],
+                    role="assistant",
+                    author_name=self.name,
+                    response_id=response_id,
+                    message_id=str(uuid.uuid4()),
+                )
+
+    async def _responses(
+        self, messages: list[Message], storage: CheckpointStorage | None, checkpoint_id: str
+    ) -> dict[str, Any]:
+        """Request id -> answer, from the function results among `messages`.
+
+        The host converts an answer to its request's `response_type` from the checkpoint it
+        restores (`replies.reply_messages`). Recovery of an answering run restores a later
+        checkpoint of that run, which no longer holds the request (the framework keeps only
+        open ones): its raw answer is converted here, by the request in an earlier checkpoint.
+        """
+        results = {
+            c.call_id: c.result
+            for m in messages
+            for c in m.contents
+            if c.type == "function_result" and c.call_id
+        }
+        if not results or storage is None:
+            return results
+        raw = [rid for rid, value in results.items() if isinstance(value, str)]
+        current: str | None = checkpoint_id
+        for _ in range(_MAX_CHAIN):
+            if not raw or current is None:
+                break
+            checkpoint = await storage.load(current)
+            for rid in list(raw):
+                event = checkpoint.pending_request_info_events.get(rid)
+                if event is None:
+                    continue
+                raw.remove(rid)
+                try:
+                    response_type: Any = event.response_type
+                except RuntimeError:  # an event without one: nothing to convert to
+                    continue
+                if response_type is not str:
+                    try:
+                        results[rid] = function_output_value(results[rid], response_type)
+                    except ReplyTypeError:
+                        pass  # the framework refuses it with its own message
+            current = checkpoint.previous_checkpoint_id
+        return results
