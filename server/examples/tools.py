@@ -3,11 +3,14 @@
 On a deterministic chat client (`durable_responses.testing.RuleChatClient`: no model, no network), so the
 conversation is scripted by what you say:
 - `lookup_order order_id=A1`: the agent calls `lookup_order` and runs it itself; the response
-  shows the `function_call` item, its `function_call_output` item, then the agent's message.
+  shows one `mcp_call` item (name, arguments, output), then the agent's message
+  (`DURABLE_RESPONSES_SERVER_TOOLS=function_call`: a `function_call` and a `function_call_output`
+  item instead).
 - `refund_payment order_id=A1 amount=5`: `refund_payment` needs approval, so the response ends
   with an `mcp_approval_request` item; answer it with an `mcp_approval_response` input item
   (`approval_request_id`, `approve`) and `previous_response_id`: approved, the refund runs and its
-  result reaches the agent; rejected, it never runs and the agent is told so.
+  result reaches the agent (an `mcp_call` item naming the approval request); rejected, it never
+  runs and the agent is told so.
 Invariant: the reply is a pure function of the conversation (see `RuleChatClient`).
 """
 

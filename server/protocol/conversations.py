@@ -27,6 +27,7 @@ _ID_PREFIX = {
     "reasoning": "rs",
     "mcp_approval_request": "mcpr",
     "mcp_approval_response": "mcpa",
+    "mcp_call": "mcp",
 }
 
 Order = Literal["asc", "desc"]

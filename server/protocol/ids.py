@@ -21,6 +21,7 @@ _ITEM_PREFIX = {
     "function_call_output": "fco",
     "reasoning": "rs",
     "mcp_approval_request": "mcpr",
+    "mcp_call": "mcp",
 }
 
 

@@ -52,6 +52,9 @@ _FUNCTION_CALL_OUTPUT_KEYS = frozenset(
 _ITEM_REFERENCE_KEYS = frozenset({"type", "id"})
 _MCP_APPROVAL_RESPONSE_KEYS = frozenset({"type", "id", "approval_request_id", "approve", "reason"})
 _MCP_APPROVAL_REQUEST_KEYS = frozenset({"type", "id", "name", "arguments", "server_label"})
+_MCP_CALL_KEYS = frozenset(
+    {"type", "id", "name", "arguments", "server_label", "output", "error", "status", "approval_request_id"}
+)
 
 _USER_PARTS = ("input_text", "input_image", "input_file")
 # The SDK's EasyInputMessage lets an assistant turn carry input_text; accept it with the usual ones.
@@ -123,6 +126,8 @@ def _item(raw: object, path: str) -> dict[str, Any]:
         return _approval_response(obj, path)
     if kind == "mcp_approval_request":
         return _approval_request(obj, path)
+    if kind == "mcp_call":
+        return _mcp_call(obj, path)
     fail(f"Invalid value for '{path}.type': unsupported input item type {kind!r}.", f"{path}.type")
 
 
@@ -370,3 +375,21 @@ def _approval_request(obj: dict[str, Any], path: str) -> dict[str, Any]:
         "arguments": want_str(require(obj, "arguments", path), f"{path}.arguments", max_len=MAX_TEXT_CHARS),
         "server_label": want_str(require(obj, "server_label", path), f"{path}.server_label", max_len=256),
     }
+
+
+def _mcp_call(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    """An earlier `mcp_call` output item (a tool the server ran) sent back as history."""
+    reject_unknown(obj, _MCP_CALL_KEYS, path)
+    item = _approval_request({k: v for k, v in obj.items() if k in _MCP_APPROVAL_REQUEST_KEYS}, path)
+    item["type"] = "mcp_call"
+    if obj.get("output") is not None:
+        item["output"] = want_str(obj["output"], f"{path}.output", max_len=MAX_TEXT_CHARS)
+    if obj.get("error") is not None:
+        item["error"] = json_copy(obj["error"])
+    if obj.get("status") is not None:
+        item["status"] = want_str(obj["status"], f"{path}.status", max_len=64)
+    if obj.get("approval_request_id") is not None:
+        item["approval_request_id"] = want_str(
+            obj["approval_request_id"], f"{path}.approval_request_id", max_len=MAX_ITEM_ID_CHARS
+        )
+    return item

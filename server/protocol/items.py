@@ -2,9 +2,9 @@
 
 Invariant: each call returns a fresh dict (never shared), complete against the Open Responses
 `ItemField` schema (message, function_call, function_call_output, reasoning): every required
-key present, `status` one of in_progress|completed|incomplete. `mcp_approval_request` is not
-in that schema: it has the shape of OpenAI's Responses API item of that name (what the openai
-SDKs parse), with no `status`, as there.
+key present, `status` one of in_progress|completed|incomplete. `mcp_approval_request` and
+`mcp_call` are not in that schema: they have the shape of OpenAI's Responses API items of those
+names (what the openai SDKs and the Vercel AI SDK parse).
 """
 
 from __future__ import annotations
@@ -84,4 +84,37 @@ def mcp_approval_request_item(
         "name": name,
         "arguments": arguments,
         "server_label": server_label,
+    }
+
+
+def mcp_call_item(
+    item_id: str,
+    *,
+    name: str,
+    arguments: str,
+    server_label: str,
+    status: str,
+    output: str | None = None,
+    error: str | None = None,
+    approval_request_id: str | None = None,
+) -> dict[str, Any]:
+    """A tool the server ran itself (the client must not run it): OpenAI's `mcp_call` item.
+
+    `status` is in_progress, completed, incomplete or failed (the tool raised: `error` says how,
+    as OpenAI's `mcp_tool_execution_error`); `output` is the tool's result as text.
+    """
+    if status not in ITEM_STATUSES and status != "failed":
+        raise ValueError(f"mcp_call status must be one of {sorted(ITEM_STATUSES)} or failed, not {status!r}")
+    return {
+        "type": "mcp_call",
+        "id": item_id,
+        "name": name,
+        "arguments": arguments,
+        "server_label": server_label,
+        "status": status,
+        "output": output,
+        "error": None
+        if error is None
+        else {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": error}]},
+        "approval_request_id": approval_request_id,
     }

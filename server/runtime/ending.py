@@ -202,7 +202,8 @@ class Ending:
         closed = self._pairing.closed
         if self._items is None or self._spec.all_output_here:
             # Every item of this response was closed by this run: no need to read them back.
-            return [c.item for c in closed if c.included]
+            # (In output order: a tool the server ran is closed before the items open around it.)
+            return [c.item for c in sorted(closed, key=lambda c: c.output_index) if c.included]
         # Read alone, the terminal event of a recovered response missed the last superstep's
         # outputs (still being committed): this run's own items come from memory.
         by_index = {r.output_index: json.loads(r.data) for r in await self._items(self._spec.response_id)}

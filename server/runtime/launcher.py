@@ -98,6 +98,7 @@ class Launcher:
             announced=plan.announced,
             server_label=self._app.name,
             answered_calls=approval_calls(plan.messages),
+            server_tools=self._settings.server_tools,
         )
         meter = UsageMeter()
         usage = RunUsage(meter, mapper.usage, Usage.from_body(plan.prior_usage))
@@ -126,6 +127,7 @@ class Launcher:
             sink.emit,
             server_label=self._app.name,
             answered_calls=approval_calls(plan.messages),
+            server_tools=self._settings.server_tools,
         )
 
         async def stored_checkpoint(checkpoint_id: str):  # type: ignore[no-untyped-def]

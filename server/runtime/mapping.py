@@ -14,10 +14,15 @@ Invariants:
   transaction as the checkpoint that follows it, and a completed item is never taken back.
 - A content streamed as deltas and then repeated whole (`merge_mode="replace"`, as the
   Responses client does for text, arguments and reasoning) is shown once.
-- A tool the agent runs itself is its `function_call` item followed by its
-  `function_call_output` item; a tool declared by the request (the client runs it) is a
-  `function_call` item alone; a tool that waits for approval is an `mcp_approval_request` item
-  alone (its call is held back while it streams, and never shown).
+- A tool the agent runs itself is one `mcp_call` item (name, arguments, output, or error), shown
+  when its result arrives and closed at once (`output_item.added` then `output_item.done`), so a
+  client sees call, result, then the text that follows, in the order they happened; the closed
+  item goes to `on_closed` (the pairing commits its row with those events). With
+  `server_tools="function_call"` it is instead its `function_call` item followed by its
+  `function_call_output` item, both closed at the next commit point (the representation of the
+  Foundry host). A tool declared by the request (the client runs it) is a `function_call` item
+  alone; a tool that waits for approval is an `mcp_approval_request` item alone (its call is held
+  back while it streams, and never shown).
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ from .open_items import (
     APPROVAL,
     FUNCTION_CALL,
     FUNCTION_CALL_OUTPUT,
+    MCP_CALL,
     MESSAGE,
     REASONING,
     ClosedItem,
     OpenItem,
+    ran_tool_item_id,
     request_message_id,
 )
 from .pending import clean_request_info_arguments, json_friendly, request_info_data
@@ -49,6 +56,10 @@ from .usage import StreamUsage
 log = logging.getLogger("durable_responses.mapping")
 
 Emit = Callable[[dict[str, Any]], None]
+
+# How a tool the server ran is shown (`RuntimeSettings.server_tools`).
+SERVER_TOOLS_MCP = "mcp_call"
+SERVER_TOOLS_FUNCTION = "function_call"
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,8 @@ class ItemMapper:
         next_output_index: int = 0,
         announced: frozenset[str] = frozenset(),
         server_label: str = "agent",
-        answered_calls: Mapping[str, tuple[str, str]] | None = None,
+        answered_calls: Mapping[str, AnsweredCall] | None = None,
+        server_tools: str = SERVER_TOOLS_MCP,
     ) -> None:
         self._response_id = response_id
         self._emit = emit
@@ -99,9 +111,16 @@ class ItemMapper:
         # call the client runs); a call that turns into an approval request is never shown
         # (the `mcp_approval_request` stands for it).
         self._calls: dict[str, tuple[str, list[str]]] = {}
-        # Calls this turn's approval answers let run (call id -> name, arguments): the previous
-        # turn showed only their approval requests, so each is shown before its result.
+        # Calls this turn's approval answers let run (call id -> name, arguments, approval
+        # request id): the previous turn showed only their approval requests, so each is shown
+        # with its result.
         self._answered_calls = dict(answered_calls or {})
+        self._mcp = server_tools == SERVER_TOOLS_MCP
+        # Call ids whose `mcp_call` item is shown (closed at once, so not in `_open`).
+        self._ran: set[str] = set()
+        # Told of every item closed before a commit point (an `mcp_call`), right after its
+        # closing event: the pairing writes its row with that event.
+        self.on_closed: Callable[[ClosedItem], None] | None = None
 
     @property
     def has_open(self) -> bool:
@@ -118,10 +137,10 @@ class ItemMapper:
         kind = content.type
         replace = getattr(content, "merge_mode", None) == "replace"
         if self._calls and kind not in ("function_call", "function_approval_request", "usage"):
-            if kind == "function_result":
-                self._show_calls(until=content.call_id or "")
-            else:
+            if kind != "function_result":
                 self._show_calls()
+            elif not self._mcp:
+                self._show_calls(until=content.call_id or "")
         if kind == "text":
             self._text(update, author, content.text or "", replace)
         elif kind == "text_reasoning":
@@ -239,12 +258,15 @@ class ItemMapper:
 
     def _function_result(self, content: Content) -> None:
         call_id = content.call_id or ""
+        if self._mcp and f"fc:{call_id}" not in self._open:
+            self._ran_tool(call_id, content)
+            return
         key = f"fco:{call_id}"
         if key in self._open:
             return
         answered = self._answered_calls.pop(call_id, None)
         if answered is not None and f"fc:{call_id}" not in self._open:
-            self._calls[call_id] = (answered[0], [answered[1]])
+            self._calls[call_id] = (answered.name, [answered.arguments])
             self._show_calls()
         output = _text_of(content.result)
         if not output and content.exception is not None:
@@ -257,6 +279,38 @@ class ItemMapper:
             ),
         )
         item.call_id, item.output = call_id, output
+
+    def _ran_tool(self, call_id: str, content: Content) -> None:
+        """A tool the server ran: its `mcp_call` item, opened and closed at once."""
+        # The item's id derives from the call's: a rerun that replays the same call (a journal)
+        # shows it once; a rerun that calls the tool again shows that second run too.
+        item_id = ran_tool_item_id(self._response_id, call_id)
+        if call_id in self._ran or item_id in self._announced:
+            self._calls.pop(call_id, None)
+            return
+        self._ran.add(call_id)
+        buffered = self._calls.pop(call_id, None)
+        answered = self._answered_calls.pop(call_id, None)
+        if buffered is not None:
+            name, arguments = buffered[0], "".join(buffered[1])
+        elif answered is not None:
+            name, arguments = answered.name, answered.arguments
+        else:
+            name, arguments = "", ""
+        output = _text_of(content.result)
+        error = None if content.exception is None else f"Error: {content.exception}"
+        label = self._server_label
+        index = self._next_index()
+        item = OpenItem(index, item_id, MCP_CALL, f"mcp:{call_id}")
+        item.call_id, item.name, item.server_label = call_id, name, label
+        item.arguments.append(arguments or "{}")
+        item.output, item.error = output, error
+        item.approval_request_id = answered.request_id if answered is not None else None
+        self._emit(ev.output_item_added(index, item.final("in_progress")))
+        final = item.final("completed")
+        self._emit(ev.output_item_done(index, final))
+        if self.on_closed is not None:
+            self.on_closed(ClosedItem(index, item.item_id, "completed", True, final))
 
     def _approval(self, author: str, content: Content) -> None:
         request_id = content.id or ""
@@ -348,9 +402,18 @@ class ItemMapper:
         return closed
 
 
-def approval_calls(messages: Iterable[Message]) -> dict[str, tuple[str, str]]:
-    """The calls the approval answers among `messages` decide (call id -> name, arguments)."""
-    calls: dict[str, tuple[str, str]] = {}
+@dataclass(frozen=True)
+class AnsweredCall:
+    """A call an approval answer of this turn decides (its request was shown, not the call)."""
+
+    name: str
+    arguments: str
+    request_id: str | None
+
+
+def approval_calls(messages: Iterable[Message]) -> dict[str, AnsweredCall]:
+    """The calls the approval answers among `messages` decide, by call id."""
+    calls: dict[str, AnsweredCall] = {}
     for message in messages:
         for content in message.contents:
             call = content.function_call if content.type == "function_approval_response" else None
@@ -363,5 +426,5 @@ def approval_calls(messages: Iterable[Message]) -> dict[str, tuple[str, str]]:
                     if isinstance(raw, str)
                     else json.dumps(raw, separators=(",", ":"))
                 )
-                calls[call.call_id] = (call.name or "", arguments)
+                calls[call.call_id] = AnsweredCall(call.name or "", arguments, content.id)
     return calls

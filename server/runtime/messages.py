@@ -274,10 +274,25 @@ def input_items_to_messages(
     """
     messages: list[Message] = []
     for item in items:
+        if item.get("type") == "mcp_call":
+            messages.extend(_ran_tool_messages(item))
+            continue
         message = _item_to_message(item, results=results)
         if message is not None:
             messages.append(message)
     return messages
+
+
+def _ran_tool_messages(item: Mapping[str, Any]) -> list[Message]:
+    """An `mcp_call` item (a tool the server ran) as the call and its result, as the model saw them
+    (the item's id stands for the call's id)."""
+    call_id = str(item.get("id", ""))
+    call = Content.from_function_call(
+        call_id=call_id, name=str(item.get("name", "")), arguments=_arguments_text(item.get("arguments"))
+    )
+    output = item.get("output")
+    result = Content.from_function_result(call_id=call_id, result=output if isinstance(output, str) else "")
+    return [Message(role="assistant", contents=[call]), Message(role="tool", contents=[result])]
 
 
 def output_items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
@@ -289,6 +304,9 @@ def output_items_to_messages(items: list[dict[str, Any]]) -> list[Message]:
             message = _item_to_message(item, force_role="assistant")
         elif kind in ("function_call", "function_call_output"):
             message = _item_to_message(item)
+        elif kind == "mcp_call":
+            messages.extend(_ran_tool_messages(item))
+            continue
         else:
             message = None
         if message is not None:

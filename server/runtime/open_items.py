@@ -18,6 +18,7 @@ FUNCTION_CALL = "function_call"
 FUNCTION_CALL_OUTPUT = "function_call_output"
 REASONING = "reasoning"
 APPROVAL = "mcp_approval_request"
+MCP_CALL = "mcp_call"
 
 
 @dataclass
@@ -32,6 +33,8 @@ class OpenItem:
     arguments: list[str] = field(default_factory=list)
     output: str = ""
     server_label: str = ""
+    error: str | None = None
+    approval_request_id: str | None = None
 
     @property
     def text(self) -> str:
@@ -47,6 +50,17 @@ class OpenItem:
         if self.kind == REASONING:
             return items.reasoning_item(
                 self.item_id, status=status, summary=self.text if self.text_parts else None
+            )
+        if self.kind == MCP_CALL:
+            return items.mcp_call_item(
+                self.item_id,
+                name=self.name,
+                arguments="".join(self.arguments),
+                server_label=self.server_label,
+                status="failed" if status == "completed" and self.error is not None else status,
+                output=self.output,
+                error=self.error,
+                approval_request_id=self.approval_request_id,
             )
         if self.kind == APPROVAL:
             return items.mcp_approval_request_item(
@@ -73,7 +87,7 @@ class ClosedItem:
     item: dict[str, Any]
 
 
-_KINDS = {MESSAGE, FUNCTION_CALL, FUNCTION_CALL_OUTPUT, REASONING, APPROVAL}
+_KINDS = {MESSAGE, FUNCTION_CALL, FUNCTION_CALL_OUTPUT, REASONING, APPROVAL, MCP_CALL}
 
 
 def request_message_id(request_id: str, n: int) -> str:
@@ -81,14 +95,19 @@ def request_message_id(request_id: str, n: int) -> str:
     return ids.output_item_id(f"request:{request_id}", n, MESSAGE)
 
 
+def ran_tool_item_id(response_id: str, call_id: str) -> str:
+    """The id of the `mcp_call` item of a tool the server ran (derived from its call's id)."""
+    return ids.output_item_id(f"{response_id}:tool:{call_id}", 0, MCP_CALL)
+
+
 def announced(output: Iterable[dict[str, Any]]) -> frozenset[str]:
-    """The requests stored output items already announced: request_info call ids, approval
-    request ids, the ids of messages requests showed."""
+    """The requests and tool runs stored output items already announced: request_info call ids,
+    approval request ids, the ids of messages requests showed, of `mcp_call` items."""
     keys: set[str] = set()
     for item in output:
         if item.get("type") == FUNCTION_CALL:
             keys.add(str(item.get("call_id")))
-        elif item.get("type") in (APPROVAL, MESSAGE):
+        elif item.get("type") in (APPROVAL, MESSAGE, MCP_CALL):
             keys.add(str(item.get("id")))
     return frozenset(keys)
 
@@ -113,7 +132,9 @@ def reopen_from_events(
             oi.call_id, oi.name = item.get("call_id", ""), item.get("name", "")
             oi.output = item.get("output", "") if isinstance(item.get("output"), str) else ""
             oi.server_label = item.get("server_label", "")
-            if kind == APPROVAL:
+            if kind == MCP_CALL and isinstance(item.get("approval_request_id"), str):
+                oi.approval_request_id = item["approval_request_id"]
+            if kind in (APPROVAL, MCP_CALL):
                 oi.arguments.append(item.get("arguments", ""))
             open_items[index] = oi
         elif etype in (ev.OUTPUT_TEXT_DELTA, ev.REASONING_SUMMARY_TEXT_DELTA):

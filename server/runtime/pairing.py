@@ -59,6 +59,10 @@ class Pairing(ABC):
         self.last_checkpoint: WorkflowCheckpoint | None = None
         # A plain agent's `AgentSession` for this run (set by the driver), kept with the end.
         self.session: Any = None
+        # Items the mapper closed before a commit point (a tool the server ran), whose rows
+        # have not been handed to the sink yet: they go with the next write.
+        self._held: list[ClosedItem] = []
+        mapper.on_closed = self._closed_early
 
     @property
     @abstractmethod
@@ -75,10 +79,26 @@ class Pairing(ABC):
         return self.mapper.approvals
 
     def close_open(self, status: str) -> list[ClosedItem]:
-        """Close every open item (emitting its closing events) and remember it."""
+        """Close every open item (emitting its closing events) and remember it; with them, the
+        items closed earlier whose rows are still held."""
         closed = self.mapper.close_all(status)
         self.closed.extend(closed)
+        if self._held:
+            closed = [*self._held, *closed]
+            self._held = []
         return closed
+
+    def _closed_early(self, item: ClosedItem) -> None:
+        """An item closed between commit points: its row goes with the next write that carries
+        its closing event (`_hand_over`)."""
+        self.closed.append(item)
+        self._held.append(item)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Hand the held rows over now if the stream shows events before a commit point (live);
+        otherwise they wait for the next commit point, with the events before it."""
+        return None
 
 
 class SqlPairing(Pairing):
@@ -111,6 +131,11 @@ class SqlPairing(Pairing):
     @property
     def storage(self) -> SqlCheckpointStorage:
         return self._storage
+
+    def _hand_over(self) -> None:
+        if self._sink.live:
+            held, self._held = self._held, []
+            self._sink.send(held)
 
     def check(self) -> None:
         failure = self._storage.failure

@@ -33,6 +33,13 @@ class DoubleTexting(StrEnum):
     ROLLBACK = "rollback"
 
 
+class ServerTools(StrEnum):
+    """How a tool the server ran is shown (README, "Tools")."""
+
+    MCP_CALL = "mcp_call"
+    FUNCTION_CALL = "function_call"
+
+
 class RuntimeSettings(EnvSection):
     SECTION: ClassVar[str] = "Runtime"
 
@@ -47,6 +54,14 @@ class RuntimeSettings(EnvSection):
         "DURABLE_RESPONSES_DELIVERY",
         "`live` (stream tokens at once; an item is closed `completed` only with the checkpoint after "
         "it) or `durable` (a superstep's events are visible only once its checkpoint commits).",
+    )
+    server_tools: ServerTools = env_field(
+        ServerTools.MCP_CALL,
+        "DURABLE_RESPONSES_SERVER_TOOLS",
+        "How a tool the server ran is shown: `mcp_call` (one `mcp_call` item with its output, what "
+        "OpenAI's API shows for a tool it ran; no client takes it for a call to answer) or "
+        "`function_call` (a `function_call` item and a `function_call_output` item, as the Foundry "
+        "host shows it).",
     )
     checkpoint_types: tuple[str, ...] = env_field(
         (),

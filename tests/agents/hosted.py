@@ -5,9 +5,9 @@ OpenAI clients pointed at one `durable_responses.testing.FakeModel` per test mod
 server with the unmodified `openai` client. `Tee` keeps the raw SSE bytes the SDK's own stream
 consumed, so a live stream is compared, payload by payload, with a full replay
 (`GET /responses/{id}?stream=true`), and every raw event is validated against the Open
-Responses schema. `mcp_approval_request` is OpenAI's item, not in that schema: it is validated
-with the openai SDK's own `ResponseOutputItem` type (a pydantic TypeAdapter), and the schema
-checks the event around it with a stand-in item.
+Responses schema. `mcp_approval_request` and `mcp_call` are OpenAI's items, not in that schema:
+they are validated with the openai SDK's own `ResponseOutputItem` type (a pydantic TypeAdapter),
+and the schema checks the event around them with a stand-in item.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import httpx
 import pytest
 from openai import OpenAI
 from openai.types.responses import ResponseOutputItem
-from openai.types.responses.response_output_item import McpApprovalRequest
+from openai.types.responses.response_output_item import McpApprovalRequest, McpCall
 from pydantic import TypeAdapter
 
 from durable_responses.testing import FakeModel, Usage
@@ -91,18 +91,19 @@ class Servers:
 
     def __init__(self, tmp: Path) -> None:
         self._tmp = tmp
-        self._running: dict[tuple[str, str], tuple[InProcessServer, Tee]] = {}
+        self._running: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[InProcessServer, Tee]] = {}
         self._pg: list[str] = []
 
-    def get(self, app: str, dialect: str) -> Tee:
-        key = (app, dialect)
+    def get(self, app: str, dialect: str, env: dict[str, str] | None = None) -> Tee:
+        """The server of `app` on `dialect` (with `env` on top of the defaults: another server)."""
+        key = (app, dialect, tuple(sorted((env or {}).items())))
         if key not in self._running:
             if dialect == "sqlite":
-                url = f"sqlite:///{self._tmp / f'{app}.db'}"
+                url = f"sqlite:///{self._tmp / f'{app}-{len(self._running)}.db'}"
             else:
                 url = new_pg_database(migrated=True)
                 self._pg.append(url)
-            srv = InProcessServer(url, app=f"tests.agents.apps:{app}", env=QUIET)
+            srv = InProcessServer(url, app=f"tests.agents.apps:{app}", env={**QUIET, **(env or {})})
             srv.start()
             self._running[key] = (srv, Tee(srv.base_url))
         tee = self._running[key][1]
@@ -229,17 +230,18 @@ class Tee:
 
 
 def check_mcp_item(item: dict[str, Any]) -> None:
-    """An `mcp_approval_request` as the openai SDK's own type defines it (it is not in the Open
-    Responses schema): every field the type requires, none it does not know."""
+    """An `mcp_approval_request` or `mcp_call` as the openai SDK's own type defines it (neither
+    is in the Open Responses schema): every field the type requires, none it does not know."""
     parsed = _OUTPUT_ITEM.validate_python(item)
-    assert isinstance(parsed, McpApprovalRequest), type(parsed)
-    assert set(item) <= set(McpApprovalRequest.model_fields), set(item) - set(McpApprovalRequest.model_fields)
+    kind = McpApprovalRequest if item["type"] == "mcp_approval_request" else McpCall
+    assert isinstance(parsed, kind), type(parsed)
+    assert set(item) <= set(kind.model_fields), set(item) - set(kind.model_fields)
     assert item["id"] and item["name"] and item["server_label"], item
     json.loads(item["arguments"])
 
 
 def _stand_in(item: dict[str, Any]) -> dict[str, Any]:
-    if item.get("type") != "mcp_approval_request":
+    if item.get("type") not in ("mcp_approval_request", "mcp_call"):
         return item
     check_mcp_item(item)
     return {"type": "message", "id": item["id"], "role": "assistant", "status": "completed", "content": []}

@@ -102,7 +102,7 @@ CRASHES = {
         1,
         slow_from="billing",
         input="billing: when is my invoice due?",
-        types=["function_call", "function_call_output", "message"],
+        types=["mcp_call", "message"],
     ),
     "group_chat": Crash(
         "group_chat",
@@ -152,7 +152,8 @@ CRASHES = {
         ["assistant: Tool lookup_order returned: order A1 shipped on 2026-11-30"],
         2,  # a plain agent has no checkpoints: its whole run is the unit a crash repeats
         input="lookup_order order_id=A1",
-        types=["function_call", "function_call_output", "message"],
+        # The tool ran (and was shown, completed) before the kill; the rerun ran it again.
+        types=["mcp_call", "mcp_call", "message"],
     ),
 }
 
@@ -506,8 +507,8 @@ def test_pending_approval_survives_kill_and_a_fresh_working_directory(
             model="fake-model", previous_response_id=asked.id, input=approval_answer(request.id, True)
         )
         assert answered.status == "completed", answered.error
-        assert [i.type for i in answered.output] == ["function_call", "function_call_output", "message"]
-        assert answered.output[1].output == "refunded 5.00 for order A1"
+        assert [i.type for i in answered.output] == ["mcp_call", "message"]
+        assert answered.output[0].output == "refunded 5.00 for order A1"
         assert answered.output_text == f"{agent}: Tool refund_payment returned: refunded 5.00 for order A1"
         assert [c.agent for c in fake.calls_since(mark)] == [agent]
         runs = [json.loads(line) for line in life.tool_log.read_text().splitlines()]

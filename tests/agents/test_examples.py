@@ -21,9 +21,9 @@ def _validate(srv: InProcessServer, response: Any) -> None:
     body = httpx.get(f"{srv.base_url}/v1/responses/{response.id}", timeout=30).json()
     # The openai SDK's own type, strictly (its usage type requires fields the schema does not list).
     Response.model_validate(body)
-    # `mcp_approval_request` is OpenAI's item, not in the Open Responses schema: the SDK's own
-    # model parsed it (the openai client above); the rest is checked against the schema.
-    body["output"] = [i for i in body["output"] if i.get("type") != "mcp_approval_request"]
+    # `mcp_approval_request` and `mcp_call` are OpenAI's items, not in the Open Responses schema:
+    # the SDK's own model parsed them (above); the rest is checked against the schema.
+    body["output"] = [i for i in body["output"] if i.get("type") not in ("mcp_approval_request", "mcp_call")]
     validate_response(body)
 
 
@@ -31,8 +31,8 @@ def test_tools_example_runs_a_tool_and_waits_for_approval(database_url: str, tmp
     with InProcessServer(database_url, app="durable_responses.examples.tools:tools_agent") as srv:
         c = srv.client()
         r1 = c.responses.create(model="m", input="lookup_order order_id=A1")
-        assert _types(r1) == ["function_call", "function_call_output", "message"]
-        assert r1.output[1].output == "order A1 shipped on 2026-11-30"
+        assert _types(r1) == ["mcp_call", "message"]
+        assert r1.output[0].output == "order A1 shipped on 2026-11-30"
         assert "order A1 shipped" in r1.output_text
         _validate(srv, r1)
         r2 = c.responses.create(
@@ -46,8 +46,9 @@ def test_tools_example_runs_a_tool_and_waits_for_approval(database_url: str, tmp
             previous_response_id=r2.id,
             input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
         )
-        assert _types(r3) == ["function_call", "function_call_output", "message"]
-        assert r3.output[1].output == "refunded 5.00 for order A1"
+        assert _types(r3) == ["mcp_call", "message"]
+        assert r3.output[0].output == "refunded 5.00 for order A1"
+        assert r3.output[0].approval_request_id == request.id
         _validate(srv, r3)
 
 
@@ -55,7 +56,7 @@ def test_handoff_example_continues_with_plain_messages(database_url: str) -> Non
     with InProcessServer(database_url, app="durable_responses.examples.handoff:support") as srv:
         c = srv.client()
         r1 = c.responses.create(model="m", input="I have a billing question")
-        assert _types(r1) == ["function_call", "function_call_output", "message"]
+        assert _types(r1) == ["mcp_call", "message"]
         assert r1.output[0].name == "handoff_to_billing"
         assert r1.output_text.startswith("billing:")
         r2 = c.responses.create(model="m", input="and my invoice?", previous_response_id=r1.id)

@@ -45,22 +45,47 @@ def _order(events: list[dict[str, Any]], kind: str) -> list[tuple[int, str]]:
 def test_tool_agent_shows_the_call_then_its_result_then_the_answer(
     servers: Servers, dialect: str, api: str, fake: FakeModel, tmp_path: Path
 ) -> None:
-    """A tool the agent runs itself: its function_call, then its function_call_output (both
-    completed, opened and closed in that order), then the message quoting the result. The tool
-    ran once; usage is both model calls'."""
+    """A tool the agent runs itself is one `mcp_call` item (name, arguments, output), opened and
+    closed before the message quoting its result opens: call, result, then the text, in the
+    order they happened. No `function_call` asks the client to run it. The tool ran once; usage
+    is both model calls'."""
     tee = servers.get("tool_agent", dialect)
     turn = stream_turn(tee, fake, input="lookup_order order_id=A1")
     assert turn.response.status == "completed"
+    assert turn.types == ["mcp_call", "message"]
+    call, message = turn.response.output
+    assert call.name == "lookup_order" and json.loads(call.arguments) == {"order_id": "A1"}
+    assert call.status == "completed" and call.output == LOOKUP_RESULT and call.error is None
+    assert call.server_label == "assistant"  # the app's name (its agent's)
+    assert message.content[0].text == f"assistant: Tool lookup_order returned: {LOOKUP_RESULT}"
+    opened_closed = [
+        (e["type"].rsplit(".", 1)[-1], e["output_index"])
+        for e in turn.events
+        if e["type"] in ("response.output_item.added", "response.output_item.done")
+    ]
+    assert opened_closed == [("added", 0), ("done", 0), ("added", 1), ("done", 1)]
+    added = next(e["item"] for e in turn.events if e["type"] == "response.output_item.added")
+    assert added["type"] == "mcp_call" and added["status"] == "in_progress"
+    assert turn.calls == {"assistant": 2}
+    assert len(tool_runs(tmp_path)) == 1
+
+
+def test_server_tools_function_call_keeps_the_foundry_representation(
+    servers: Servers, dialect: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """`DURABLE_RESPONSES_SERVER_TOOLS=function_call`: a tool the agent runs itself is its
+    function_call, then its function_call_output (both completed), then the message."""
+    tee = servers.get("tool_agent", dialect, {"DURABLE_RESPONSES_SERVER_TOOLS": "function_call"})
+    turn = stream_turn(tee, fake, input="lookup_order order_id=A1")
+    assert turn.response.status == "completed"
     assert turn.types == ["function_call", "function_call_output", "message"]
-    call, result, message = turn.response.output
+    call, result, _ = turn.response.output
     assert call.name == "lookup_order" and json.loads(call.arguments) == {"order_id": "A1"}
     assert call.status == "completed" and result.status == "completed"
     assert result.call_id == call.call_id and result.output == LOOKUP_RESULT
-    assert message.content[0].text == f"assistant: Tool lookup_order returned: {LOOKUP_RESULT}"
     expected = [(0, "function_call"), (1, "function_call_output"), (2, "message")]
     assert _order(turn.events, "response.output_item.added") == expected
     assert _order(turn.events, "response.output_item.done") == expected
-    assert turn.calls == {"assistant": 2}
     assert len(tool_runs(tmp_path)) == 1
 
 
@@ -138,10 +163,11 @@ def test_approval_agent_approve_and_reject(
     assert unknown.json()["error"]["code"] == "unknown_approval_request"
     approved = stream_turn(tee, fake, input=approval_answer(request_id, True), **link(approve_link, asked))
     assert approved.response.status == "completed", approved.response.error
-    assert approved.types == ["function_call", "function_call_output", "message"]
-    call, result, _ = approved.response.output
-    assert call.name == "refund_payment" and result.call_id == call.call_id
-    assert result.output == "refunded 5.00 for order A1"
+    assert approved.types == ["mcp_call", "message"]
+    call = approved.response.output[0]
+    assert call.name == "refund_payment" and call.approval_request_id == request_id
+    assert json.loads(call.arguments) == {"order_id": "A1", "amount": 5.0}
+    assert call.output == "refunded 5.00 for order A1"
     assert approved.texts == ["cashier: Tool refund_payment returned: refunded 5.00 for order A1"]
     assert [r["tool"] for r in tool_runs(tmp_path)] == ["refund_payment"]
     again = tee.post(
@@ -186,10 +212,10 @@ def test_reasoning_becomes_reasoning_items_and_usage_details(
     assert turn.billed.reasoning_tokens > 0 and turn.billed.cached_tokens > 0
     assert turn.response.usage.output_tokens_details.reasoning_tokens == turn.billed.reasoning_tokens
     kinds = [i for i in turn.types if i != "reasoning"]
-    assert kinds == ["function_call", "function_call_output", "message"]
+    assert kinds == ["mcp_call", "message"]
     reasoning = turn.items("reasoning")
     if api == "responses":
-        assert turn.types == ["reasoning", "function_call", "function_call_output", "reasoning", "message"]
+        assert turn.types == ["reasoning", "mcp_call", "reasoning", "message"]
         summary = 'Thinking about "lookup_order order_id=A1 and think" step by step.'
         assert [[s.text for s in r.summary] for r in reasoning] == [[summary], [summary]]
         kinds_seen = {e["type"] for e in turn.events}

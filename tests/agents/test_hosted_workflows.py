@@ -129,9 +129,9 @@ def _handoff_turn(tee: Tee, fake: FakeModel, text: str, **link: Any) -> Turn:
 
 
 def _routed(turn: Turn, text: str) -> None:
-    assert turn.types == ["function_call", "function_call_output", "message"], turn.types
-    call, result, _ = turn.response.output
-    assert call.name == "handoff_to_billing" and result.call_id == call.call_id
+    assert turn.types == ["mcp_call", "message"], turn.types
+    call = turn.response.output[0]
+    assert call.name == "handoff_to_billing" and call.status == "completed"
     assert turn.texts == [_said("billing", text)]
     assert turn.calls == {"triage": 1, "billing": 1}
 
@@ -169,7 +169,7 @@ WORKFLOW_APPROVALS = {
     "handoff": (
         "billing: refund_payment order_id=A1 amount=5",
         "billing",
-        ["function_call", "function_call_output"],
+        ["mcp_call"],
     ),
 }
 
@@ -208,10 +208,10 @@ def test_tool_approval_inside_a_workflow_approve_and_reject(
     assert unknown.status_code == 400, unknown.text
     approved = stream_turn(tee, fake, input=approval_answer(request_id, True), **link(approve_link, first))
     assert approved.response.status == "completed", approved.response.error
-    assert approved.types == ["function_call", "function_call_output", "message"]
-    call, result, _ = approved.response.output
-    assert call.name == "refund_payment" and result.call_id == call.call_id
-    assert result.output == "refunded 5.00 for order A1"
+    assert approved.types == ["mcp_call", "message"]
+    call = approved.response.output[0]
+    assert call.name == "refund_payment" and call.approval_request_id == request_id
+    assert call.output == "refunded 5.00 for order A1" and call.server_label
     assert approved.texts == [f"{agent}: Tool refund_payment returned: refunded 5.00 for order A1"]
     assert approved.calls == {agent: 1}
     assert [r["tool"] for r in tool_runs(tmp_path)] == ["refund_payment"]

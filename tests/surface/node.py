@@ -11,10 +11,11 @@ from pathlib import Path
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 
+PACKAGES = ("openai", "playwright-core", "ai", "@ai-sdk/openai", "zod")
+
+
 def ensure_packages() -> None:
-    if (NODE_DIR / "node_modules" / "openai").is_dir() and (
-        NODE_DIR / "node_modules" / "playwright-core"
-    ).is_dir():
+    if all((NODE_DIR / "node_modules" / name).is_dir() for name in PACKAGES):
         return
     npm = shutil.which("npm")
     assert npm, "npm is needed (apt-get install nodejs npm)"

@@ -41,6 +41,7 @@ function itemText(item) {
   if (item.type === "message") return (item.content || []).map((c) => c.text || c.refusal || "").join("");
   if (item.type === "function_call" || item.type === "mcp_approval_request") return `${item.name}(${item.arguments || ""})`;
   if (item.type === "function_call_output") return String(item.output ?? "");
+  if (item.type === "mcp_call") return `${item.name}(${item.arguments || ""}) → ${item.output ?? ""}`;
   if (item.type === "reasoning") return (item.summary || []).map((s) => s.text).join("");
   return "";
 }
