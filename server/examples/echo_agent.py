@@ -4,7 +4,9 @@ The agent is agent_framework's standard ``Agent`` over ``EchoChatClient``, a ``B
 needs no model or network. It replies "echo: <last user text> (turn K)", streamed word by word, where K
 is the number of user messages it was sent, so tests can see multi-turn history arrive. When the
 request declares a function tool and the user text starts with "call <toolname>", it answers with a
-function call to that tool (arguments ``{}``) instead, so request tools are visible end to end.
+function call to that tool (arguments ``{}``) instead, so request tools are visible end to end; once
+the tool's result comes back (a ``function_call_output``) it replies "echo: <tool> returned <output>
+(turn K)" and calls nothing, as a model does, so a client that runs tools in a loop stops.
 Invariant: the reply is a pure function of the messages and tools it is given.
 """
 
@@ -45,12 +47,27 @@ def _tool_names(options: Mapping[str, Any]) -> set[str]:
     return names
 
 
+def _tool_results(messages: Sequence[Message]) -> str | None:
+    """`<tool> returned <output>` for each tool result in the last message, if it has any."""
+    if not messages:
+        return None
+    results = [c for c in messages[-1].contents if c.type == "function_result"]
+    if not results:
+        return None
+    names = {c.call_id: c.name for m in messages for c in m.contents if c.type == "function_call"}
+    return "; ".join(f"{names.get(c.call_id) or 'tool'} returned {c.result}" for c in results)
+
+
 def plan_reply(messages: Sequence[Message], options: Mapping[str, Any]) -> list[Content]:
-    """The reply contents: either one function call, or the echo text as word chunks."""
+    """The reply contents: one function call, or the echo text as word chunks. After a tool's
+    result the reply quotes it and calls nothing (a client that runs tools then stops)."""
     user_messages = [m for m in messages if m.role == "user"]
     text = (user_messages[-1].text or "").strip() if user_messages else ""
+    results = _tool_results(messages)
     call = _CALL_RE.match(text)
-    if call and call.group(1) in _tool_names(options):
+    if results is not None:
+        text = results
+    elif call and call.group(1) in _tool_names(options):
         return [
             Content.from_function_call(call_id=f"call_{uuid.uuid4().hex}", name=call.group(1), arguments="{}")
         ]

@@ -42,6 +42,22 @@ def _tool_specs(options: Mapping[str, Any]) -> tuple[ToolSpec, ...]:
     return tuple(specs)
 
 
+def _call_id(name: str) -> str:
+    """A call id that names its tool (see `_called_name`)."""
+    return f"call_{uuid.uuid4().hex[:24]}_{name}"
+
+
+def _called_name(call_id: str | None) -> str | None:
+    """The tool a call id of `_call_id` names. An agent whose history the service is meant to
+    keep (`require_per_service_call_history_persistence`, as handoff participants are) sends
+    only what is new: after an approval, the tool's result without the call it answers."""
+    head, sep, name = (call_id or "").partition("_")
+    if head != "call" or not sep:
+        return None
+    _, sep, name = name.partition("_")
+    return name or None if sep else None
+
+
 def _turn(message: Message) -> list[Turn]:
     calls = tuple(
         ToolCall(
@@ -61,13 +77,30 @@ def _turn(message: Message) -> list[Turn]:
     return [Turn(str(message.role), message.text or "", name=message.author_name, tool_calls=calls)]
 
 
+def _turns(messages: Sequence[Message]) -> tuple[Turn, ...]:
+    """The messages as turns; a tool result whose call is not among them follows that call,
+    restored from its id, so the reply can name the tool."""
+    turns: list[Turn] = []
+    seen: set[str] = set()
+    for message in messages:
+        for turn in _turn(message):
+            seen.update(c.call_id for c in turn.tool_calls)
+            name = _called_name(turn.tool_call_id)
+            if turn.role == "tool" and turn.tool_call_id not in seen and name is not None:
+                assert turn.tool_call_id is not None
+                turns.append(Turn("assistant", tool_calls=(ToolCall(turn.tool_call_id, name, "{}"),)))
+                seen.add(turn.tool_call_id)
+            turns.append(turn)
+    return tuple(turns)
+
+
 def prompt_of(messages: Sequence[Message], options: Mapping[str, Any], *, stream: bool) -> Prompt:
     instructions = options.get("instructions")
     return Prompt(
         api="chat",
         model=str(options.get("model") or "rules"),
         stream=stream,
-        turns=tuple(t for m in messages for t in _turn(m)),
+        turns=_turns(messages),
         tools=_tool_specs(options),
         instructions=instructions if isinstance(instructions, str) else "",
     )
@@ -93,9 +126,7 @@ class RuleChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         message_id = f"msg_{uuid.uuid4().hex}"
         contents: list[Content] = [Content.from_text(t) for t in tokens(reply.text)]
         contents += [
-            Content.from_function_call(
-                call_id=f"call_{uuid.uuid4().hex[:24]}", name=c.name, arguments=c.arguments
-            )
+            Content.from_function_call(call_id=_call_id(c.name), name=c.name, arguments=c.arguments)
             for c in reply.calls
         ]
         usage = Content.from_usage(

@@ -66,3 +66,21 @@ def test_handoff_example_continues_with_plain_messages(database_url: str) -> Non
         r3 = c.responses.create(model="m", input="billing please", conversation=conv)
         r4 = c.responses.create(model="m", input="thanks", conversation=conv)
         assert r3.output_text.startswith("billing:") and r4.output_text == 'billing: You said "thanks"'
+
+
+def test_handoff_example_names_the_tool_it_ran_after_an_approval(database_url: str) -> None:
+    """A handoff participant sends the model only what is new: after an approval, the tool's
+    result without its call. The reply still names the tool (it read "Tool tool returned")."""
+    with InProcessServer(database_url, app="durable_responses.examples.handoff:support") as srv:
+        c = srv.client()
+        r1 = c.responses.create(model="m", input="I have a billing question")
+        r2 = c.responses.create(
+            model="m", input="refund_payment order_id=A1 amount=5", previous_response_id=r1.id
+        )
+        request = next(i for i in r2.output if i.type == "mcp_approval_request")
+        r3 = c.responses.create(
+            model="m",
+            previous_response_id=r2.id,
+            input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+        )
+        assert r3.output_text == "billing: Tool refund_payment returned: refunded 5.00 for order A1"

@@ -204,6 +204,25 @@ async def test_echo_agent_calls_a_declared_tool() -> None:
     )
 
 
+async def test_echo_agent_quotes_a_tool_result_and_calls_nothing_more() -> None:
+    """After the client answered its call, the agent replies with the result instead of calling
+    the tool again (a client that runs tools until none is called would loop)."""
+    from durable_responses.runtime.messages import declaration_tools
+
+    tools = declaration_tools([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}])
+    history = [
+        Message(role="user", contents=["call lookup now"]),
+        Message(
+            role="assistant",
+            contents=[Content.from_function_call(call_id="c1", name="lookup", arguments="{}")],
+        ),
+        Message(role="tool", contents=[Content.from_function_result(call_id="c1", result="sunny")]),
+    ]
+    response = await examples.echo_agent().run(history, tools=tools)
+    assert not [c for m in response.messages for c in m.contents if c.type == "function_call"]
+    assert response.text == "echo: lookup returned sunny (turn 1)"
+
+
 # endregion
 
 # region crash-test apps
