@@ -23,8 +23,12 @@ $(TEST_STAMP): pyproject.toml setup.py | $(BIN)/python
 	$(PIP) install -e '.[test]'
 	touch $(TEST_STAMP) $(SERVE_STAMP)
 
+# `make serve APP=package.module:factory` serves your app (default: the built-in example);
+# other `serve` options go in SERVE_ARGS, e.g. `make serve SERVE_ARGS="--port 9000"`.
+APP ?=
+SERVE_ARGS ?=
 serve: $(SERVE_STAMP)
-	$(BIN)/durable-responses serve
+	$(BIN)/durable-responses serve $(if $(APP),--app '$(APP)') $(SERVE_ARGS)
 
 migrate: $(SERVE_STAMP)
 	$(BIN)/durable-responses migrate

@@ -246,8 +246,13 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     # wanting the GIL (PostgreSQL) the interval changes nothing.
     sys.setswitchinterval(switch_interval_ms / 1000)
     sockets = [workers.bind_reuse_port(http.host, http.port)] if http.reuse_port else None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(server.serve(sockets=sockets))
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(server.serve(sockets=sockets))
+    except KeyboardInterrupt:
+        # Ctrl+C: uvicorn has shut down gracefully, then re-raises the SIGINT it handled, which
+        # asyncio turns into KeyboardInterrupt. A stop the user asked for is not an error.
+        pass
     return 0
 
 

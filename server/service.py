@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 
 from .http.app import create_app
-from .runtime._af_private import check_compatibility
+from .runtime._af_private import check_compatibility, quiet_repeated_build_warnings
 from .runtime.apps import AppError, HostedApp
 from .runtime.host import Host
 from .settings import Settings
@@ -44,6 +44,7 @@ def prepare(settings: Settings) -> HostedApp:
     """Check the framework, load the app, bring the schema up to date (SQLite) or check it."""
     try:
         check_compatibility()
+        quiet_repeated_build_warnings()
         app = HostedApp.load(settings.runtime.app)
         url = settings.store.database_url
         if normalize_url(url).get_backend_name() == "sqlite":

@@ -11,8 +11,9 @@ Invariants:
 - SIGTERM or SIGINT to the supervisor reaches every worker once (the workers run in their own
   process group, so a terminal's Ctrl-C is not delivered twice, which uvicorn would take for a
   forced exit), each drains as a single `serve` does, and when every worker drained cleanly the
-  supervisor ends as a single `serve` does (by that signal, which uvicorn raises again once its
-  shutdown is done); a worker that ended otherwise while draining makes it exit 1.
+  supervisor ends as a single `serve` does (by SIGTERM, which uvicorn raises again once its
+  shutdown is done; with 0 after Ctrl+C); a worker that ended otherwise while draining makes it
+  exit 1.
 - A worker that dies unexpectedly is not restarted: the supervisor drains the others and exits
   non-zero (the dead worker's code, or 1). Restart policy belongs to whatever runs the
   supervisor (systemd, Kubernetes, the container runtime), which sees the exit, applies its
@@ -154,7 +155,8 @@ def supervise(argv: Sequence[str], workers: int) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if code == 0 and sup.signal is not None:
-        # End as a single `serve` ends after a graceful drain: by the signal it was sent.
+    if code == 0 and sup.signal not in (None, signal.SIGINT):
+        # End as a single `serve` ends after a graceful drain: by the signal it was sent (a
+        # SIGINT, Ctrl+C, is a stop the user asked for: exit 0, no KeyboardInterrupt).
         signal.raise_signal(sup.signal)
     return code

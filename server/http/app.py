@@ -25,7 +25,8 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Scope
 
 from ..observability.logs import bind_response
 from ..protocol import errors
@@ -306,13 +307,17 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         Route("/responses/{response_id}/cancel", guarded(cancel), methods=["POST"]),
         Route("/responses/{response_id}/input_items", guarded(input_items), methods=["GET"]),
     ]
+    health = [
+        Route("/readiness", readiness, methods=["GET"]),
+        Route("/liveness", liveness, methods=["GET"]),
+    ]
     routes = [
         *api,
         # Before the `/v1` mount: `/v1/admin/...` is not part of the Responses API.
         *ops_routes(host, kit, admin_key=cfg.admin_key, keepalive=cfg.keepalive_seconds),
-        Mount("/v1", routes=list(api)),
-        Route("/readiness", readiness, methods=["GET"]),
-        Route("/liveness", liveness, methods=["GET"]),
+        # Health under `/v1` too: a client configured with a `.../v1` base URL finds it there.
+        Mount("/v1", routes=[*api, *health]),
+        *health,
     ]
 
     @asynccontextmanager
@@ -332,7 +337,11 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         return error_response(errors.not_found(f"No route for {request.method} {request.url.path}."))
 
     async def method_not_allowed(request: Request, exc: Exception) -> Response:
-        return error_response(errors.ProtocolError(405, f"Method {request.method} not allowed here."))
+        allowed = ", ".join(sorted(allowed_methods(request.app.routes, request.scope)))
+        return error_response(
+            errors.ProtocolError(405, f"Method {request.method} not allowed here; allowed: {allowed}."),
+            {"allow": allowed},
+        )
 
     app = Starlette(
         routes=routes,
@@ -342,6 +351,21 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
     )
     app.state.host = host
     return app
+
+
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> set[str]:
+    """Every method some route serves at this request's path (a 405's `Allow`): the path may
+    have several routes, one per method (`GET` and `DELETE /responses/{id}`)."""
+    methods: set[str] = set()
+    for route in routes:
+        match, child = route.matches(scope)
+        if match == Match.NONE:
+            continue
+        if isinstance(route, Mount):
+            methods |= allowed_methods(route.routes, {**scope, **child})
+        elif isinstance(route, Route) and route.methods:
+            methods |= route.methods
+    return methods
 
 
 # What a browser page may read of a response (the SDKs read these; SSE needs none).

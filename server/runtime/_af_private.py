@@ -60,6 +60,7 @@ import copy
 import dataclasses
 import inspect
 import json
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -109,6 +110,7 @@ __all__ = [
     "make_restorable",
     "on_events_end",
     "pace_events",
+    "quiet_repeated_build_warnings",
     "typed_workflow_agent",
 ]
 
@@ -529,6 +531,46 @@ def coerce_request_response(value: Any, response_type: Any) -> Any:
         except Exception as exc:  # pydantic's ValidationError names the failing fields
             detail = " ".join(str(exc).split())
     raise TypeError(detail)
+
+
+# endregion
+
+# region build warnings
+
+# The logger of the framework's graph validation (a private module's `__name__`): it warns each
+# time a workflow is built, e.g. "Self-loop detected" for an intentional self-edge (the
+# countdown example's). The host builds a fresh workflow for every run and every recovery.
+VALIDATION_LOGGER = "agent_framework._workflows._validation"
+_DISTINCT_WARNINGS = 1000
+
+
+class _OncePerProcess(logging.Filter):
+    """Lets each distinct warning through once; later copies of it are dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING:
+            return True
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        if len(self.seen) < _DISTINCT_WARNINGS:
+            self.seen.add(message)
+        return True
+
+
+_ONCE = _OncePerProcess()
+
+
+def quiet_repeated_build_warnings() -> None:
+    """Show each of the framework's graph-validation warnings once per process, not once per
+    request (the app's graph is the same at every build)."""
+    logger = logging.getLogger(VALIDATION_LOGGER)
+    if _ONCE not in logger.filters:
+        logger.addFilter(_ONCE)
 
 
 # endregion

@@ -169,3 +169,22 @@ def test_sqlite_refuses_more_than_one_worker(tmp_path: Path, how: str) -> None:
     assert done.returncode == 2
     assert "needs PostgreSQL" in done.stderr and "one process" in done.stderr, done.stderr
     assert not (tmp_path / "db.sqlite").exists()
+
+
+def test_ctrl_c_drains_every_worker_and_exits_0(pg_url: str, tmp_path: Path) -> None:
+    """Ctrl+C (SIGINT) is a stop the user asked for: the workers drain, the supervisor exits 0
+    without a KeyboardInterrupt traceback (a single `serve` does the same)."""
+    port = free_port()
+    log = tmp_path / "workers.log"
+    proc = _start(["serve", "--workers", "2", "--port", str(port), "--database-url", pg_url], log)
+    try:
+        _wait_ready(proc, f"http://127.0.0.1:{port}", log, 2)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0, log.read_text()
+        text = log.read_text()
+        assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+        assert text.count("Application shutdown complete") == 2, text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

@@ -793,3 +793,44 @@ def test_functional_workflow_of_unwraps_as_agent() -> None:
     assert functional_workflow_of(built.as_agent()) is built
     # The host rebuilds it from the function both expose (functools.update_wrapper).
     assert built.__wrapped__ is order_pipeline.__wrapped__
+
+
+def test_a_graph_warning_shows_once_per_process_not_once_per_build(caplog: pytest.LogCaptureFixture) -> None:
+    """Pins the framework's validation logger by behaviour: building the countdown (an
+    intentional self-loop) warns on `VALIDATION_LOGGER`; with the host's filter installed, a
+    second, third build (the host builds one per run) adds no copy of that warning."""
+    from durable_responses.examples.countdown import countdown
+    from durable_responses.runtime import _af_private
+
+    logger = logging.getLogger(_af_private.VALIDATION_LOGGER)
+    installed = _af_private._ONCE in logger.filters
+    seen = set(_af_private._ONCE.seen)
+    logger.removeFilter(_af_private._ONCE)
+    try:
+
+        def self_loop_warnings() -> list[logging.LogRecord]:
+            return [
+                r
+                for r in caplog.records
+                if r.name == _af_private.VALIDATION_LOGGER and "Self-loop detected" in r.getMessage()
+            ]
+
+        # (This module's autouse fixture raised the framework's level: set the logger's own.)
+        with caplog.at_level(logging.WARNING, logger=_af_private.VALIDATION_LOGGER):
+            countdown()
+            countdown()
+            assert len(self_loop_warnings()) == 2  # the framework warns at every build
+            caplog.clear()
+            _af_private._ONCE.seen.clear()
+            _af_private.quiet_repeated_build_warnings()
+            _af_private.quiet_repeated_build_warnings()  # idempotent
+            assert logger.filters.count(_af_private._ONCE) == 1
+            for _ in range(3):
+                countdown()
+            assert len(self_loop_warnings()) == 1
+    finally:
+        logger.removeFilter(_af_private._ONCE)
+        _af_private._ONCE.seen.clear()
+        _af_private._ONCE.seen.update(seen)
+        if installed:
+            logger.addFilter(_af_private._ONCE)
