@@ -173,6 +173,7 @@ def _purge(settings: Settings, older_than: str, *, dry_run: bool) -> int:
 
 
 def _serve(settings: Settings, argv: Sequence[str]) -> int:
+    from .http.websocket import ws_max_size
     from .observability import logs, tracing
     from .observability import metrics as otlp_metrics
     from .service import StartupError, build, prepare
@@ -206,6 +207,9 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
         log_config=log_config,
         timeout_graceful_shutdown=int(settings.runtime.shutdown_grace_seconds) + 5,
         lifespan="on",
+        # WebSocket mode: a message a little over the body limit is answered with a 413 error
+        # event; one far over it is refused by the protocol (close 1009).
+        ws_max_size=ws_max_size(http),
     )
     # uvicorn's choice of event loop ("auto": uvloop, a dependency of this package, where it runs).
     loop_factory = config.get_loop_factory()

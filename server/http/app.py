@@ -13,8 +13,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -32,13 +30,10 @@ from ..observability.logs import bind_response
 from ..protocol import errors
 from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
 from ..protocol.request import (
-    CreateRequest,
-    parse_create_request,
     parse_list_params,
     parse_stream_params,
 )
 from ..protocol.response import deleted_body
-from ..runtime.context import RequestContext, set_request_context
 from ..runtime.creation import Created
 from ..runtime.faults import client_error
 from ..runtime.host import Host
@@ -46,64 +41,16 @@ from ..runtime.relay import ResponseStream
 from .admin import ops_routes
 from .auth import Authenticator
 from .conversations import conversation_routes
+from .creating import LARGE_BODY_BYTES, create_response, parse_create_body, session_of
 from .kit import Kit
 from .platform import PlatformHeaders, server_version
 from .settings import HttpSettings
 from .sse import StreamResponse, sse_response
 from .surface import surface_routes
 from .telemetry import HttpTelemetry
+from .websocket import websocket_routes
 
 log = logging.getLogger("durable_responses.http")
-
-# Create bodies above this many bytes are decoded and validated in a worker thread.
-LARGE_BODY_BYTES = 256 * 1024
-
-
-def parse_create_body(raw: bytes) -> CreateRequest:
-    """A `POST /responses` body, decoded and validated (400 on invalid JSON or an invalid request).
-
-    Pure CPU (no I/O, no event loop), so a large body can be parsed in a worker thread.
-    """
-    try:
-        body = json.loads(raw)
-        # Lone surrogates (e.g. "\ud800") parse but can never be encoded as UTF-8 for storage.
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except RecursionError:
-        raise _too_deep() from None
-    except (ValueError, UnicodeError) as exc:
-        raise errors.bad_request(f"The request body is not valid JSON: {exc}", code="invalid_json") from exc
-    if _depth_exceeds(body, MAX_JSON_DEPTH):
-        # Deeper values would overflow the recursive copies and encoders downstream (a 500).
-        raise _too_deep()
-    return parse_create_request(body)
-
-
-def _too_deep() -> errors.ProtocolError:
-    return errors.bad_request(
-        f"The request body nests objects and arrays more than {MAX_JSON_DEPTH} levels deep; flatten it.",
-        code="invalid_json",
-    )
-
-
-# Far beyond any real request (tool schemas included), below orjson's limit of 254.
-MAX_JSON_DEPTH = 128
-
-
-def _depth_exceeds(value: object, limit: int) -> bool:
-    """Whether `value` nests dicts/lists more than `limit` levels (iterative: no recursion)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Iterable[object] = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
 
 
 def error_response(exc: errors.ProtocolError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -209,27 +156,17 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
             chosen = idempotent_response_id(user, key)
         else:
             key = None
-        # Foundry's session: the request's own, the platform's header, else the container's.
-        session = req.agent_session_id or request.headers.get("x-agent-session-id") or cfg.agent_session_id
-        if session and session != req.agent_session_id:
-            req = dataclasses.replace(req, agent_session_id=session)
-        set_request_context(
-            RequestContext(
-                user_id=user,
-                foundry_call_id=request.headers.get("x-agent-foundry-call-id"),
-                session_id=session,
-                request_id=request.headers.get("x-request-id"),
-            )
-        )
-        created = await host.create(
+        created = await create_response(
+            host,
             user,
             req,
-            chosen,
+            request.headers,
+            default_session=cfg.agent_session_id,
+            response_id=chosen,
             idempotency_key=key is not None,
-            double_texting=request.headers.get("x-double-texting"),
         )
-        bind_response(created.response_id)
         response = await respond(request, created)
+        session = session_of(req, request.headers, cfg.agent_session_id)
         if session:
             response.headers["x-agent-session-id"] = session
         return response
@@ -302,6 +239,8 @@ def create_app(host: Host, settings: HttpSettings | None = None, *, manage_host:
         *surface_routes(host, kit, model_id=model_id),
         *conversation_routes(host, kit),
         Route("/responses", guarded(create), methods=["POST"]),
+        # The same path's WebSocket upgrade (WebSocket mode; Starlette routes it by scope type).
+        *websocket_routes(host, cfg, auth),
         Route("/responses/{response_id}", guarded(retrieve), methods=["GET"]),
         Route("/responses/{response_id}", guarded(delete), methods=["DELETE"]),
         Route("/responses/{response_id}/cancel", guarded(cancel), methods=["POST"]),

@@ -1,4 +1,4 @@
-"""SSE relays: committed events, as pre-formatted frames, from a sequence number to the end.
+"""Relays: committed events, from a sequence number to the end, as SSE frames or as rows.
 
 Invariants:
 - A relay only ever sends rows read back from the outbox or handed over by its commit (commit
@@ -7,7 +7,8 @@ Invariants:
   For a response driven by another replica it wakes on PostgreSQL NOTIFY, with a slow timer as
   a safety net (SQLite: a short timer).
 - Each read becomes one write to the socket (frames joined), so per-event cost stays flat.
-- The HTTP layer sees only a `ResponseStream`: frames to send, and the end of the stream.
+- The HTTP layer sees only a `ResponseStream`: frames to send (SSE) or the rows themselves
+  (WebSocket mode sends one message per event), and the end of the stream.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import TypeVar
 
 from ..protocol import events as ev
 from ..protocol.sse import frame
@@ -41,30 +43,46 @@ def _frames(rows: list[EventRow]) -> bytes:
     return b"".join(frame(r.type, r.seq, r.data) for r in rows)
 
 
-class ResponseStream:
-    """The SSE body of one response: iterate it for frames; it ends after the terminal event.
+def _rows(rows: list[EventRow]) -> list[EventRow]:
+    return rows
 
-    `on_first` runs once the first frames are on their way (a creator's run starts then);
+
+_Chunk = TypeVar("_Chunk")
+
+
+class ResponseStream:
+    """The events of one response: iterate it for SSE frames, or `rows()` for the committed
+    rows; either ends after the terminal event. Iterate it once, one way.
+
+    `on_first` runs once the first events are on their way (a creator's run starts then);
     `on_abandoned` runs if the stream ends before the terminal event (the client went away:
     a foreground run is cancelled).
     """
 
     def __init__(
         self,
-        frames: AsyncIterator[bytes],
+        batches: AsyncIterator[list[EventRow]],
         *,
         on_first: Callable[[], None] | None = None,
         on_abandoned: Callable[[], None] | None = None,
     ) -> None:
-        self._frames = frames
+        self._batches = batches
         self._on_first = on_first
         self._on_abandoned = on_abandoned
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        """SSE frames, one chunk (one socket write) per read."""
+        return self._each(_frames)
+
+    def rows(self) -> AsyncIterator[list[EventRow]]:
+        """The committed rows, a batch per read."""
+        return self._each(_rows)
+
+    async def _each(self, render: Callable[[list[EventRow]], _Chunk]) -> AsyncIterator[_Chunk]:
         finished = False
         try:
-            async for chunk in self._frames:
-                yield chunk
+            async for batch in self._batches:
+                yield render(batch)
                 if self._on_first is not None:
                     on_first, self._on_first = self._on_first, None
                     on_first()
@@ -81,7 +99,7 @@ class ResponseStream:
                 self._on_abandoned()
             # Close the relay here, where it is not running: left to the garbage collector, a
             # generator is closed by a task of its own, whose error nobody would retrieve.
-            closer = getattr(self._frames, "aclose", None)
+            closer = getattr(self._batches, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
                     await closer()
@@ -95,8 +113,8 @@ class Relay:
 
     async def committed(
         self, response_id: str, after: int, sub: Subscription | None = None
-    ) -> AsyncIterator[bytes]:
-        """Committed events after `after`, as SSE frames, until the terminal event.
+    ) -> AsyncIterator[list[EventRow]]:
+        """Committed events after `after`, a batch per read, until the terminal event.
 
         `sub`: a subscription taken before the response was created (the creator's own stream),
         so its first events come from the committed tail instead of a read. The relay closes it.
@@ -125,7 +143,7 @@ class Relay:
                         batch = min(batch * 2, READ_BATCH_MAX)  # a backlog: read more at once
                 check_store = False
                 if rows:
-                    yield _frames(rows)
+                    yield rows
                     last = rows[-1].seq
                     if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
                         return
@@ -137,7 +155,7 @@ class Relay:
                     tail = await self._finished(response_id, last)
                     if tail is not None:
                         if tail:
-                            yield _frames(tail)
+                            yield tail
                         return
                 # Driven by another process: PostgreSQL's NOTIFY wakes us; the timer is a safety net.
                 fallback = REMOTE_SAFETY_NET if store.cross_process_wakeups else self._remote_poll
@@ -157,7 +175,7 @@ class Relay:
             return await self._store.read_events(response_id, last, limit=READ_BATCH)
         return None
 
-    async def memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[bytes]:
+    async def memory(self, sink: MemorySink, after: int = -1) -> AsyncIterator[list[EventRow]]:
         """A `store=false` response's events, from memory, until the terminal event."""
         sent = 0
         while True:
@@ -167,7 +185,7 @@ class Relay:
                 sent += len(rows)
                 chunk = [r for r in rows if r.seq > after]
                 if chunk:
-                    yield _frames(chunk)
+                    yield chunk
                 if rows[-1].type in ev.TERMINAL_EVENT_TYPES:
                     return
                 continue

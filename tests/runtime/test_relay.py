@@ -3,14 +3,11 @@ pages that grow as a backlog is read (`READ_BATCH` doubling up to `READ_BATCH_MA
 
 from __future__ import annotations
 
-import re
-
 from durable_responses.runtime.registry import RunRegistry
 from durable_responses.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
 from durable_responses.store import Store, Write
 from tests.store.helpers import event, events, owned
 
-_ID = re.compile(rb"\nid: (\d+)\n")
 # Past the first page, two grown pages and some of the largest: every page size is crossed.
 N = READ_BATCH * 3 + READ_BATCH_MAX + 123
 
@@ -25,8 +22,7 @@ async def _finished_response(store: Store, rid: str) -> None:
 
 async def _replay(store: Store, rid: str, after: int) -> list[int]:
     relay = Relay(store, RunRegistry(), remote_poll_seconds=30)
-    chunks = [chunk async for chunk in relay.committed(rid, after)]
-    return [int(m) for chunk in chunks for m in _ID.findall(b"\n" + chunk)]
+    return [row.seq async for batch in relay.committed(rid, after) for row in batch]
 
 
 async def test_a_long_replay_sends_every_event_once_in_order(store: Store) -> None:

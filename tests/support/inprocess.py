@@ -22,6 +22,7 @@ from typing import Any
 
 import uvicorn
 
+from durable_responses.http.websocket import ws_max_size
 from durable_responses.service import Service, build
 from durable_responses.settings import Settings
 
@@ -93,6 +94,7 @@ class InProcessServer:
             log_level="warning",
             lifespan="on",
             timeout_graceful_shutdown=int(self.settings.runtime.shutdown_grace_seconds) + 5,
+            ws_max_size=ws_max_size(self.settings.http),  # as `serve` sets it
         )
         server = uvicorn.Server(config)
         self._server = server

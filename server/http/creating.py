@@ -1,0 +1,115 @@
+"""What `POST /responses` and a WebSocket `response.create` share: decoding and validating the
+create body, and handing it to the host with the caller's session and request context.
+
+Invariant: both transports create a response through `create_response` with a body validated
+by `parse_create_body` / `parse_create_json`, so auth, tenancy, admission (429 past the
+in-flight limit, 503 while draining or when the database cannot be used), continuations and
+Foundry's session behave the same on both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+
+from ..observability.logs import bind_response
+from ..protocol import errors
+from ..protocol.request import CreateRequest, parse_create_request
+from ..runtime.context import RequestContext, set_request_context
+from ..runtime.creation import Created
+from ..runtime.host import Host
+
+# Create bodies above this many bytes are decoded and validated in a worker thread.
+LARGE_BODY_BYTES = 256 * 1024
+
+# Far beyond any real request (tool schemas included), below orjson's limit of 254.
+MAX_JSON_DEPTH = 128
+
+
+def decode_json(raw: bytes | str, what: str = "The request body") -> object:
+    """A JSON document, decoded and checked for what the layers below cannot take (400 otherwise).
+
+    Pure CPU (no I/O, no event loop), so a large body can be decoded in a worker thread.
+    """
+    try:
+        body = json.loads(raw)
+        # Lone surrogates (e.g. "\ud800") parse but can never be encoded as UTF-8 for storage.
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise _too_deep(what) from None
+    except (ValueError, UnicodeError) as exc:
+        raise errors.bad_request(f"{what} is not valid JSON: {exc}", code="invalid_json") from exc
+    if _depth_exceeds(body, MAX_JSON_DEPTH):
+        # Deeper values would overflow the recursive copies and encoders downstream (a 500).
+        raise _too_deep(what)
+    return body
+
+
+def parse_create_body(raw: bytes) -> CreateRequest:
+    """A `POST /responses` body, decoded and validated (400 on invalid JSON or an invalid request)."""
+    return parse_create_request(decode_json(raw))
+
+
+def _too_deep(what: str) -> errors.ProtocolError:
+    return errors.bad_request(
+        f"{what} nests objects and arrays more than {MAX_JSON_DEPTH} levels deep; flatten it.",
+        code="invalid_json",
+    )
+
+
+def _depth_exceeds(value: object, limit: int) -> bool:
+    """Whether `value` nests dicts/lists more than `limit` levels (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Iterable[object] = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def session_of(req: CreateRequest, headers: Mapping[str, str], default: str | None) -> str | None:
+    """Foundry's session: the request's own, the platform's header, else the container's."""
+    return req.agent_session_id or headers.get("x-agent-session-id") or default
+
+
+async def create_response(
+    host: Host,
+    user: str,
+    req: CreateRequest,
+    headers: Mapping[str, str],
+    *,
+    default_session: str | None,
+    response_id: str | None = None,
+    idempotency_key: bool = False,
+) -> Created:
+    """Create (and start) a response for `user`, with Foundry's session, the request context the
+    app reads (`request_context()`) and the double-texting strategy (`x-double-texting`) taken
+    from the request's `headers`."""
+    session = session_of(req, headers, default_session)
+    if session and session != req.agent_session_id:
+        req = dataclasses.replace(req, agent_session_id=session)
+    set_request_context(
+        RequestContext(
+            user_id=user,
+            foundry_call_id=headers.get("x-agent-foundry-call-id"),
+            session_id=session,
+            request_id=headers.get("x-request-id"),
+        )
+    )
+    created = await host.create(
+        user,
+        req,
+        response_id,
+        idempotency_key=idempotency_key,
+        double_texting=headers.get("x-double-texting"),
+    )
+    bind_response(created.response_id)
+    return created

@@ -1,0 +1,249 @@
+"""WebSocket mode on `/responses` (and `/v1/responses`), as Open Responses 2026-04-24 defines it.
+
+A client opens a WebSocket on the same path as `POST /responses` and sends `response.create`
+events (`WebSocketResponseCreateEvent`: the create body plus `"type": "response.create"`,
+without `stream`, `stream_options` or `background`). Each starts a turn whose events come back
+as text messages, one event per message, the same JSON as the SSE stream's `data:`. A message
+the server refuses gets the `WebSocketErrorEvent` envelope (`{"type": "error", "status": <HTTP
+status>, "error": {"type", "code", "message", "param"}}`) and the socket stays open for the
+next one.
+
+Invariants:
+- A turn is a foreground streamed response, created exactly as `POST /responses` with
+  `"stream": true` creates one (`creating.create_response`: same auth, tenancy, admission,
+  continuations), and its messages are the committed rows the SSE relay would send (commit
+  before send): a client that lost the socket reads the rest with
+  `GET /responses/{id}?stream=true&starting_after=N`.
+- One turn at a time per socket: a `response.create` while a turn runs is refused (409
+  `response_already_in_flight`); the running turn is not disturbed. Turns run one after the
+  other on one socket, chained by `previous_response_id` as over HTTP.
+- The caller is resolved once, at the upgrade, from its headers (a refused key is an HTTP 401
+  answer to the upgrade, not a socket); every turn of the socket is that caller's.
+- The socket closing before a turn's end cancels the turn, as an SSE client's disconnect does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
+
+from ..protocol import errors
+from ..protocol.events import TERMINAL_EVENT_TYPES
+from ..protocol.request import CreateRequest, parse_create_request
+from ..protocol.sse import dumps
+from ..runtime.creation import Created
+from ..runtime.faults import client_error
+from ..runtime.host import Host
+from .auth import Authenticator
+from .creating import LARGE_BODY_BYTES, create_response, decode_json
+from .settings import HttpSettings
+
+log = logging.getLogger("durable_responses.http.websocket")
+
+CLIENT_EVENT = "response.create"
+# HTTP-only fields a `response.create` must not carry (the schema's `x-openresponses-disallowed`).
+DISALLOWED = {
+    "stream": "every response.create is streamed back on the socket",
+    "stream_options": "every response.create is streamed back on the socket",
+    "background": "WebSocket turns are foreground; for a background response use POST /v1/responses "
+    "with background=true",
+}
+# What a message may weigh beyond the body limit and still be answered with a 413 envelope; a
+# larger one is refused by the WebSocket protocol itself (close code 1009, message too big).
+WS_SIZE_MARGIN = 64 * 1024
+
+_GONE = (WebSocketDisconnect, WebSocketDisconnected)
+
+
+def ws_max_size(settings: HttpSettings) -> int:
+    """The largest message uvicorn takes (its `ws_max_size`)."""
+    return settings.max_body_bytes + WS_SIZE_MARGIN
+
+
+def error_event(exc: errors.ProtocolError) -> dict[str, Any]:
+    """The `WebSocketErrorEvent` envelope of a refusal (its `code` is never null)."""
+    error = exc.body()["error"]
+    if error.get("code") is None:
+        error["code"] = error.get("type") or "error"
+    return {"type": "error", "status": exc.status, "error": error}
+
+
+def _size_exceeds(raw: str | bytes, limit: int) -> bool:
+    """Whether a message is over `limit` bytes (a text message counted in UTF-8, as sent)."""
+    if len(raw) > limit:
+        return True
+    # A character is at most 4 bytes: most texts are decided without encoding them.
+    return isinstance(raw, str) and len(raw) * 4 > limit and len(raw.encode()) > limit
+
+
+def parse_client_event(raw: str | bytes) -> CreateRequest:
+    """A `response.create` message as the create request it carries (400 otherwise)."""
+    event = decode_json(raw, "The message")
+    if not isinstance(event, dict):
+        raise errors.bad_request(
+            'A client event is a JSON object with a "type": send {"type": "response.create", ...}.',
+            code="invalid_type",
+        )
+    kind = event.get("type")
+    if kind != CLIENT_EVENT:
+        if kind is None:
+            raise errors.bad_request(
+                'The message has no "type": send {"type": "response.create", ...}.',
+                param="type",
+                code="missing_required_parameter",
+            )
+        raise errors.bad_request(
+            f"Unknown client event type {str(kind)[:64]!r}: WebSocket mode takes response.create events.",
+            param="type",
+            code="unknown_event_type",
+        )
+    for name, why in DISALLOWED.items():
+        if name in event:
+            raise errors.bad_request(
+                f"{name} must not be sent in a WebSocket response.create: {why}.",
+                param=name,
+                code="unsupported_parameter",
+            )
+    body = {k: v for k, v in event.items() if k != "type"}
+    body["stream"] = True
+    return parse_create_request(body)
+
+
+def websocket_routes(host: Host, settings: HttpSettings, auth: Authenticator) -> list[WebSocketRoute]:
+    """The WebSocket route on `/responses` (beside the HTTP routes of the same path)."""
+
+    async def endpoint(ws: WebSocket) -> None:
+        try:
+            user = auth.user_of(ws.headers)
+        except errors.ProtocolError as exc:
+            await _deny(ws, exc)
+            return
+        await ws.accept()
+        await _Socket(host, settings, ws, user).serve()
+
+    return [WebSocketRoute("/responses", endpoint)]
+
+
+async def _deny(ws: WebSocket, exc: errors.ProtocolError) -> None:
+    """Refuse the upgrade with the HTTP error an HTTP request would get; where the server cannot
+    answer an upgrade with a response, accept, send the envelope and close (policy violation)."""
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        await ws.send_denial_response(JSONResponse(exc.body(), status_code=exc.status))
+        return
+    await ws.accept()
+    with contextlib.suppress(*_GONE):
+        await ws.send_text(dumps(error_event(exc)))
+        await ws.close(code=1008)
+
+
+class _Socket:
+    """One accepted socket: reads client events, runs one turn at a time, sends its events."""
+
+    def __init__(self, host: Host, settings: HttpSettings, ws: WebSocket, user: str) -> None:
+        self._host = host
+        self._settings = settings
+        self._ws = ws
+        self._user = user
+        self._send_lock = asyncio.Lock()
+        self._turns: set[asyncio.Task[None]] = set()
+        # Whether a turn's terminal event is still to be sent (cleared just before it is sent:
+        # a client that saw it may start the next turn at once).
+        self._busy = False
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                message = await self._ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                raw = message.get("text")
+                if raw is None:
+                    raw = message.get("bytes") or b""
+                created = await self._create(raw)
+                if created is not None:
+                    self._busy = True
+                    task = asyncio.create_task(self._turn(created), name=f"ws-turn-{created.response_id}")
+                    self._turns.add(task)
+                    task.add_done_callback(self._turns.discard)
+        finally:
+            # The socket is gone: a turn still running ends its stream, which cancels its
+            # (foreground) run, as an SSE client's disconnect does.
+            for task in list(self._turns):
+                task.cancel()
+            for task in list(self._turns):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _create(self, raw: str | bytes) -> Created | None:
+        """The turn a message starts, or None after sending the error envelope that refuses it."""
+        try:
+            limit = self._settings.max_body_bytes
+            if len(raw) > limit or (
+                isinstance(raw, str) and len(raw) * 4 > limit and len(raw.encode()) > limit
+            ):
+                raise errors.payload_too_large(limit)
+            if len(raw) > LARGE_BODY_BYTES:
+                # As for a large POST body: the event loop serves other streams meanwhile.
+                req = await asyncio.to_thread(parse_client_event, raw)
+            else:
+                req = parse_client_event(raw)
+            if self._busy:
+                raise errors.conflict(
+                    "A response is already in progress on this socket: wait for its terminal event "
+                    "(response.completed, .failed or .incomplete), or open another WebSocket.",
+                    code="response_already_in_flight",
+                )
+            return await create_response(
+                self._host, self._user, req, self._ws.headers, default_session=self._settings.agent_session_id
+            )
+        except errors.ProtocolError as exc:
+            await self._send_error(exc)
+        except Exception as exc:
+            unavailable = client_error(exc)
+            if unavailable is None:
+                log.exception("unhandled error on a WebSocket response.create")
+            await self._send_error(unavailable or errors.server_error())
+        return None
+
+    async def _turn(self, created: Created) -> None:
+        """Send the turn's committed events, one message each, up to its terminal event."""
+        rid = created.response_id
+        last = -1
+        ended = False
+        try:
+            async for batch in self._host.stream_created(created).rows():
+                async with self._send_lock:
+                    for row in batch:
+                        if row.type in TERMINAL_EVENT_TYPES:
+                            self._busy = False
+                            ended = True
+                        await self._ws.send_text(row.data)
+                        last = row.seq
+        except _GONE:
+            return  # the client went away: the stream's end cancelled the run
+        except Exception:
+            log.exception("a WebSocket turn of %s failed", rid)
+        finally:
+            if not ended:
+                self._busy = False
+        if not ended:
+            # The stream stopped before the end (the database failed, the server is stopping);
+            # what was sent is committed, and the rest can be read over HTTP.
+            await self._send_error(
+                errors.unavailable(
+                    f"The events of response {rid} stopped before its end. Read the rest with "
+                    f"GET /v1/responses/{rid}?stream=true&starting_after={last}.",
+                    retry_after=1.0,
+                )
+            )
+
+    async def _send_error(self, exc: errors.ProtocolError) -> None:
+        with contextlib.suppress(*_GONE):
+            async with self._send_lock:
+                await self._ws.send_text(dumps(error_event(exc)))
