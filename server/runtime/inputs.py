@@ -209,14 +209,32 @@ class InputSpec:
         )
 
 
+def _buildable(t: Any) -> bool:
+    """Whether a request can become a `t`: not a framework type the graph passes between its own
+    executors (an `AgentExecutorResponse` coming back to the start executor), and one pydantic
+    can validate."""
+    if t is str or t in _SCALARS or t is Any:
+        return True
+    module = getattr(t, "__module__", "") or ""
+    if module.startswith("agent_framework"):
+        return False
+    try:
+        TypeAdapter(_validatable(t))
+    except Exception:
+        return False
+    return True
+
+
 def spec_for_types(declared: Sequence[Any]) -> InputSpec:
-    """The input spec of an entry that declares `declared` (a start executor's input types)."""
+    """The input spec of an entry that declares `declared` (a start executor's input types): the
+    ones a request can become (`_buildable`); all of them if none can (the caller refuses it)."""
     flat = _flatten(declared)
     if not flat or any(_is_messages(t) and t is not Message for t in flat):
         return InputSpec()
     if Message in flat:
         return InputSpec(single_message=True)
-    return InputSpec(types=tuple(flat))
+    buildable = [t for t in flat if _buildable(t)]
+    return InputSpec(types=tuple(buildable or flat))
 
 
 def annotation_types(func: Callable[..., Any], skip: Callable[[str, Any], bool]) -> list[Any]:

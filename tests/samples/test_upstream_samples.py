@@ -1,0 +1,178 @@
+"""agent-framework's own samples (tests/samples/upstream, SOURCES.json) hosted as written, their
+model client pointed at the fake model (issue 36), on SQLite and PostgreSQL: a streamed turn
+completes; their human-in-the-loop turns complete (their own request dataclasses, no
+`--allow-checkpoint-type`); `kill -9` mid-run and a restart complete with every output once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from durable_responses.testing import FakeModel
+from tests.support import db
+from tests.support.inprocess import InProcessServer
+from tests.support.responses import output_texts, wait_terminal
+from tests.support.sse import check_sequence, stream_events
+from tests.support.waits import wait_until
+
+FAN_OUT = "tests.samples.apps:fan_out_fan_in"
+GUESSING = "tests.samples.apps:guessing_game"
+FACTORS = "tests.samples.apps:factor_pairs"
+WRITER = "tests.samples.apps:writer_with_feedback"
+POEM = "tests.samples.upstream.05_functional_workflow_with_agents:poem_workflow"
+CITY_QUESTION = "We are launching a new budget-friendly electric bike for urban commuters."
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModel]:
+    with FakeModel() as server:
+        yield server
+
+
+def _model_env(fake: FakeModel) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_env(fake: FakeModel) -> Iterator[None]:
+    """The samples' `OpenAIChatClient()` reads the process environment (in-process servers)."""
+    saved = {k: os.environ.get(k) for k in _model_env(fake)}
+    os.environ.update(_model_env(fake))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _stream(srv: Any, text: str, **kwargs: Any) -> Any:
+    client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0)
+    with client.responses.stream(model="m", input=text, **kwargs) as stream:
+        for _ in stream:
+            pass
+        return stream.get_final_response()
+
+
+def _post(c: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+    r = c.post("/v1/responses", json={"model": "m", "store": True, **body})
+    assert r.status_code == 200, r.text
+    data: dict[str, Any] = r.json()
+    assert data["status"] == "completed", data
+    return data
+
+
+def _calls(resp: dict[str, Any]) -> list[dict[str, Any]]:
+    return [o for o in resp["output"] if o["type"] == "function_call"]
+
+
+def _answer(c: httpx.Client, prev: dict[str, Any], output: str) -> dict[str, Any]:
+    (call,) = _calls(prev)
+    return _post(
+        c,
+        {
+            "previous_response_id": prev["id"],
+            "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": output}],
+        },
+    )
+
+
+def test_fan_out_fan_in_sample_streams_its_consolidated_report(shared_servers: Any) -> None:
+    final = _stream(shared_servers(FAN_OUT), CITY_QUESTION)
+    assert final.status == "completed", final.error
+    report = output_texts(final)[-1]
+    assert report.startswith("Consolidated Insights"), output_texts(final)
+    # Each of the three agents answered (the fake quotes the prompt), each in its own section.
+    assert report.count(f'You said "{CITY_QUESTION}"') == 3, report
+    for section in ("Research Findings:", "Marketing Angle:", "Legal/Compliance Notes:"):
+        assert section in report, report
+
+
+def test_checkpoint_sample_with_an_int_start_streams_its_factor_pairs(shared_servers: Any) -> None:
+    final = _stream(shared_servers(FACTORS), "10")
+    assert final.status == "completed", final.error
+    pairs = json.loads(output_texts(final)[-1])
+    assert pairs["10"] == [[1, 10], [2, 5], [5, 2]] and pairs["7"] == [[1, 7]] and len(pairs) == 10, pairs
+
+
+def test_functional_sample_with_agents_streams_poem_and_review(
+    server_factory: Any, database_url: str, fake: FakeModel
+) -> None:
+    # Its own process: the sample makes its client at import, bound to the first event loop
+    # that uses it (one per process when served; the in-process servers each have their own).
+    srv = server_factory(database_url, app=POEM, env=_model_env(fake)).start()
+    final = _stream(srv, "a cat learning to code")
+    assert final.status == "completed", final.error
+    (text,) = output_texts(final)
+    assert text.startswith("Poem:\n") and "\n\nReview: " in text, text
+    assert 'You said "Write a poem about: a cat learning to code"' in text, text
+
+
+def test_guessing_game_sample_takes_its_human_turns(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(GUESSING)
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        first = _post(c, {"input": "start"})
+        (call,) = _calls(first)
+        data = json.loads(call["arguments"])["data"]
+        assert data["prompt"].startswith("The agent guessed: "), data
+        second = _answer(c, first, "higher")
+        assert _calls(second), second
+        done = _answer(c, second, "correct")
+    texts = ["".join(p["text"] for p in o["content"]) for o in done["output"] if o["type"] == "message"]
+    assert texts[-1] == "Guessed correctly!", done
+
+
+def test_agents_with_hitl_sample_pauses_on_its_own_request_type_without_a_flag(shared_servers: Any) -> None:
+    srv: InProcessServer = shared_servers(WRITER)
+    with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        paused = _post(c, {"input": "Write copy for a budget electric bike."})
+        (call,) = _calls(paused)
+        data = json.loads(call["arguments"])["data"]
+        assert data["prompt"].startswith("Review the draft"), data
+        revised = _answer(c, paused, "Make it punchier.")
+        assert _calls(revised), revised  # the writer rewrote it; the coordinator asks again
+        approved = _answer(c, revised, "approve")
+    assert not _calls(approved), approved
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize(
+    ("app", "text"),
+    [(FAN_OUT, CITY_QUESTION), (POEM, "a cat learning to code")],
+    ids=["fan_out_fan_in", "functional_with_agents"],
+)
+def test_a_sample_killed_mid_run_completes_with_every_output_once(
+    server_factory: Any, database_url: str, fake: FakeModel, app: str, text: str
+) -> None:
+    env = _model_env(fake)
+    fake.token_delay = 0.1
+    try:
+        first = server_factory(database_url, app=app, env=env).start()
+        mark = len(fake.calls)
+        created = first.client().responses.create(model="m", input=text, background=True)
+        wait_until(lambda: len(fake.calls) > mark, timeout=30, message="no model call started")
+        first.kill()
+        assert db.scalar(database_url, f"SELECT status FROM responses WHERE id = {db.quote(created.id)}") in (
+            "queued",
+            "in_progress",
+        ), "killed too late"
+    finally:
+        fake.token_delay = 0.0
+    second = server_factory(database_url, app=app, env=env).start()
+    client = second.client()
+    final = wait_terminal(client, created.id, timeout=90)
+    assert final.status == "completed", (final.error, second.log())
+    texts = output_texts(final)
+    events = stream_events(second.base_url, created.id)
+    check_sequence(events, label=created.id)
+    if app == FAN_OUT:
+        assert texts[-1].startswith("Consolidated Insights") and texts.count(texts[-1]) == 1, texts
+    else:
+        assert len(texts) == 1 and texts[0].startswith("Poem:"), texts
