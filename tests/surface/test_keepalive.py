@@ -13,9 +13,15 @@ against one server, so the 20-second stream with the default interval costs ~20 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +30,9 @@ import openai
 from durable_responses.http.settings import HttpSettings
 from durable_responses.http.sse import KEEPALIVE
 from tests.support.inprocess import InProcessServer
+from tests.support.servers import free_port
 from tests.support.sse import check_sequence, parse_sse
+from tests.support.tools import missing
 
 from . import node
 
@@ -181,3 +189,74 @@ def test_every_client_reads_a_20_second_countdown_with_the_default_keepalive(
     srv = shared_servers(APP)
     assert srv.settings.http.keepalive_seconds == HttpSettings().keepalive_seconds == 15.0
     _check(_read_all(srv, "19 delay=1"), 19, min_keepalives=1)
+
+
+@contextlib.contextmanager
+def _nginx(upstream: int, workdir: Path, *, read_timeout: float) -> Iterator[str]:
+    """nginx as a reverse proxy to `upstream` that closes a response after `read_timeout`
+    seconds without a byte from it (`proxy_read_timeout`, 60 s by default); its base URL."""
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if nginx is None:
+        missing("nginx is not installed (apt-get install nginx)")
+    port = free_port()
+    conf = workdir / "nginx.conf"
+    conf.write_text(
+        f"""worker_processes 1; daemon off; pid {workdir}/nginx.pid; error_log {workdir}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {workdir}/body; proxy_temp_path {workdir}/proxy;
+  fastcgi_temp_path {workdir}/fastcgi; uwsgi_temp_path {workdir}/uwsgi; scgi_temp_path {workdir}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_read_timeout {read_timeout}s;
+    }}
+  }}
+}}
+"""
+    )
+    proc = subprocess.Popen([nginx, "-c", str(conf), "-e", str(workdir / "error.log")])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            assert proc.poll() is None, (workdir / "error.log").read_text()
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/liveness", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "nginx did not start"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_keepalives_keep_a_quiet_stream_open_through_a_proxy(tmp_path: Path) -> None:
+    """Through nginx with a 2-second idle timeout, 3 seconds between ticks: the comment lines
+    (no blank line) reach the proxy and keep the stream open, every tick arrives once; without
+    keep-alives the same proxy cuts the stream at the first quiet gap. (One database: the
+    proxy sees bytes, not rows.)"""
+    text = "1 delay=3"
+    for interval, kept in (("0.5", True), ("3600", False)):
+        env = {"SSE_KEEPALIVE_INTERVAL": interval}
+        with InProcessServer(f"sqlite:///{tmp_path / f'db-{interval}.sqlite'}", APP, env=env) as srv:
+            work = tmp_path / f"nginx-{interval}"
+            work.mkdir()
+            with _nginx(srv.port, work, read_timeout=2) as base:
+                if kept:
+                    with ThreadPoolExecutor(2) as pool:
+                        ticks, raw = pool.submit(read_sync, base, text), pool.submit(read_raw, base, text)
+                        assert ticks.result() == _ticks(1)
+                        assert raw.result() >= 8
+                else:
+                    try:
+                        got: Any = read_sync(base, text)
+                    except openai.APIConnectionError as exc:
+                        got = exc
+                    assert isinstance(got, openai.APIConnectionError), f"the proxy did not cut it: {got}"
+                    assert "upstream timed out" in (work / "error.log").read_text()
