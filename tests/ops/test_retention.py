@@ -18,8 +18,11 @@ from sqlalchemy import func, select
 from durable_responses.protocol.sse import dumps
 from durable_responses.store import EventRow, ResponseRow, Store
 from durable_responses.store import _tables as t
+from tests.support import db
 from tests.support.inprocess import InProcessServer
 from tests.support.servers import ROOT
+from tests.support.waits import wait_until
+from tests.surface.receiver import Receiver
 
 APPROVAL = "durable_responses.examples.approval:approval"
 DAY = 86400.0
@@ -61,8 +64,9 @@ async def _purge(url: str, older_than: float, *, ahead: float, dry_run: bool = F
         await store.close()
 
 
-async def _running(url: str) -> str:
-    """A response some replica is running now (its lease far ahead: no recovery takes it)."""
+async def _running(url: str, conversation: str | None = None) -> str:
+    """A response some replica is running now (its lease far ahead: no recovery takes it),
+    optionally a turn of `conversation`."""
     store = Store.open(url)
     now = time.time()
     row = ResponseRow(
@@ -75,7 +79,7 @@ async def _running(url: str) -> str:
         created_at=now,
         completed_at=None,
         previous_response_id=None,
-        conversation_id=None,
+        conversation_id=conversation,
         request=dumps({"model": "m", "input": "x", "background": True}),
         request_hash="x",
         lease_owner="elsewhere",
@@ -134,6 +138,75 @@ def test_old_rows_go_and_nothing_in_use_is_touched(database_url: str, tmp_path: 
         assert httpx.get(f"{base}/v1/conversations/{conv}").status_code == 404
         left = asyncio.run(_counts(database_url))
         assert set(left["responses"]) == {running}
+
+
+def test_a_running_turn_keeps_its_conversation(database_url: str) -> None:
+    """Every row is past the cutoff (the purge's clock 40 days ahead) and the conversation's
+    first turn has ended; the only thing that keeps it is the conversation's other turn, still
+    running. Once that one ends, the whole conversation expires."""
+    with InProcessServer(database_url) as srv:
+        base = srv.base_url
+        conv = httpx.post(f"{base}/v1/conversations", json={}, timeout=10).json()["id"]
+        first = _create(base, input="first turn", conversation=conv)
+        assert first["status"] == "completed", first
+        running = asyncio.run(_running(database_url, conversation=conv))
+
+        kept = asyncio.run(_purge(database_url, 30 * DAY, ahead=40 * DAY))
+        assert kept.responses == 0, (
+            f"a turn of a conversation with a running turn was deleted: {kept.lines()}"
+        )
+        assert set(asyncio.run(_counts(database_url))["responses"]) == {first["id"], running}
+
+        db.execute(
+            database_url,
+            "UPDATE responses SET status = 'completed', lease_owner = NULL, lease_expires_at = NULL"
+            f" WHERE id = {db.quote(running)}",
+        )
+        gone = asyncio.run(_purge(database_url, 30 * DAY, ahead=40 * DAY))
+        assert gone.responses == 2 and gone.conversations == 1, gone.lines()
+        assert httpx.get(f"{base}/v1/conversations/{conv}", timeout=10).status_code == 404
+
+
+def test_a_webhook_still_to_deliver_keeps_its_response(database_url: str) -> None:
+    """A background response ended; its webhook's endpoint refuses (500) and the next attempt
+    is a minute away: the delivery is `pending`, and retention keeps the response (and its
+    webhook event) until the delivery has ended."""
+    receiver = Receiver(fail_first=1_000_000).start()
+    try:
+        env = receiver.env(DURABLE_RESPONSES_WEBHOOK_RETRY_SECONDS="60")
+        with InProcessServer(database_url, env=env) as srv:
+            client = srv.client()
+            rid = client.responses.create(model="m", input="hello", background=True).id
+            wait_until(lambda: receiver.attempts >= 1, 30, message="the first webhook attempt")
+            wait_until(
+                lambda: (
+                    db.query(
+                        database_url,
+                        "SELECT d.status, d.attempts FROM webhook_deliveries AS d JOIN webhook_events AS e"
+                        f" ON d.event_id = e.id WHERE e.response_id = {db.quote(rid)}",
+                    )
+                    == [("pending", 1)]
+                ),
+                30,
+                message="the failed attempt recorded, the delivery still pending",
+            )
+            assert client.responses.retrieve(rid).status == "completed"
+
+            kept = asyncio.run(_purge(database_url, 30 * DAY, ahead=40 * DAY))
+            assert kept.responses == 0, (
+                f"a response with a webhook still to deliver was deleted: {kept.lines()}"
+            )
+            assert rid in asyncio.run(_counts(database_url))["responses"]
+
+            db.execute(
+                database_url,
+                "UPDATE webhook_deliveries SET status = 'failed', lease_owner = NULL"
+                f" WHERE event_id IN (SELECT id FROM webhook_events WHERE response_id = {db.quote(rid)})",
+            )
+            gone = asyncio.run(_purge(database_url, 30 * DAY, ahead=40 * DAY))
+            assert gone.responses == 1 and gone.rows["webhook_events"] == 1, gone.lines()
+    finally:
+        receiver.stop()
 
 
 def test_the_sweeper_deletes_in_small_batches(tmp_path: Path) -> None:
