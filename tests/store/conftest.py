@@ -1,8 +1,9 @@
 """Fixtures for the store suite: a migrated database per dialect, and a `Store` per test.
 
-PostgreSQL: one fresh database per test session (`dr_test_<hex>`), migrated once to head and
-emptied before every test; every database this session creates is dropped at the end, also
-when tests fail. When the server is unreachable the PostgreSQL cases fail, or are skipped when
+PostgreSQL: one fresh database per test session (`dr_e2e_<pid>_store_<hex>`, the prefix of
+every test database: `tests.support.pg.sweep_stale` drops those of test processes that died),
+migrated once to head and emptied before every test; every database this session creates is
+dropped at the end, also when tests fail. When the server is unreachable the PostgreSQL cases fail, or are skipped when
 `DURABLE_RESPONSES_SKIP_POSTGRES=1` (never in CI).
 
 SQLite: a temp file per test, copied from one template migrated once per session.
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from durable_responses.store import Store
 from durable_responses.store._tables import ALL_TABLES
 from durable_responses.store.migrate import upgrade
+from tests.support.pg import database_name, sweep_stale
 
 # The same variable as tests/conftest.py: the admin URL of the PostgreSQL server to test on.
 PG_ADMIN_URL = os.environ.get("DURABLE_RESPONSES_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -52,7 +53,7 @@ class PgServer:
     created: list[str] = field(default_factory=list)
 
     async def create_database(self) -> tuple[str, str]:
-        name = f"dr_test_{secrets.token_hex(6)}"
+        name = database_name("store_")
         await self.admin.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
         return name, _with_database(PG_ADMIN_URL, name)
@@ -87,6 +88,7 @@ async def pg_server() -> AsyncIterator[PgServer]:
             pytest.skip(reason=f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1)")
         pytest.fail(f"{message} (DURABLE_RESPONSES_SKIP_POSTGRES=1 skips the PostgreSQL half)", pytrace=False)
     server = PgServer(admin)
+    await asyncio.to_thread(sweep_stale)
     try:
         yield server
     finally:

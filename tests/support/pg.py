@@ -74,15 +74,22 @@ def _require_postgres() -> None:
     )
 
 
+# Every test database's name starts with this (the test process's pid in it), so that
+# `sweep_stale` finds what a test process that died left, whichever suite made it.
 _PREFIX = f"dr_e2e_{os.getpid()}_"
 _template: str | None = None
+
+
+def database_name(kind: str = "") -> str:
+    """A new test database name: `dr_e2e_<pid>_<kind><random>`."""
+    return f"{_PREFIX}{kind}{uuid.uuid4().hex[:12]}"
 
 
 def _base() -> str:
     return PG_ADMIN.rsplit("/", 1)[0]
 
 
-def _sweep_stale() -> None:
+def sweep_stale() -> None:
     """Drop test databases left by test processes that died (their pid is in the name)."""
     for (name,) in _pg_admin("SELECT datname FROM pg_database WHERE datname LIKE 'dr\\_e2e\\_%'"):
         parts = str(name).split("_")
@@ -109,7 +116,7 @@ def _template_database() -> str:
     migration per test), made once per test process and dropped when it exits."""
     global _template
     if _template is None:
-        _sweep_stale()
+        sweep_stale()
         name = f"{_PREFIX}template"
         _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _pg_admin(f'CREATE DATABASE "{name}"')
@@ -129,7 +136,7 @@ def _template_database() -> str:
 def new_pg_database(*, migrated: bool = False) -> str:
     """A fresh database on the machine's PostgreSQL (empty, or with the schema at head)."""
     _require_postgres()
-    name = f"{_PREFIX}{uuid.uuid4().hex[:12]}"
+    name = database_name()
     if migrated:
         _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{_template_database()}"')
     else:
