@@ -511,6 +511,42 @@ async def test_a_failed_write_fails_the_queued_writes_of_its_response(
     assert await store.max_event_seq("resp_1") == 2
 
 
+async def test_a_write_whose_events_do_not_follow_the_last_committed_is_refused(
+    store_factory: StoreFactory,
+) -> None:
+    """The sequence continuity guard (invariant 4): a write whose first event is not the one
+    after the last this process committed for its response is refused whole, on every path
+    (live events, a checkpoint's write, an end), e.g. a run that goes on submitting after a
+    write of its failed. Nothing of it commits: no gap, and the write that does follow commits."""
+    store = await store_factory(commit_window=0.0)
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    await store.submit(Write("resp_1", "p1", events=events(1, 3)))
+
+    # A write failed (its checkpoint id is taken): events 3-4 did not commit...
+    await store.submit(Write("resp_1", "p1", checkpoint=checkpoint("cp_1", "resp_1", event_seq=2)))
+    with pytest.raises(StoreError):
+        await store.submit(
+            Write("resp_1", "p1", events=events(3, 5), checkpoint=checkpoint("cp_1", "resp_1"))
+        )
+    # ...so whatever comes after them must not, in any kind of write.
+    done = Finish(status="completed", completed_at=time.time())
+    skipping = [
+        Write("resp_1", "p1", events=events(5, 7)),
+        Write("resp_1", "p1", events=events(5, 7), checkpoint=checkpoint("cp_2", "resp_1", event_seq=6)),
+        Write("resp_1", "p1", events=[event(5, "response.completed")], finish=done),
+    ]
+    for write in skipping:
+        with pytest.raises(StoreError, match="does not follow"):
+            await store.submit(write)
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2]
+    assert await store.load_checkpoint("cp_2", "alice") is None
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.status == "in_progress"
+
+    await store.submit(Write("resp_1", "p1", events=[event(3, "response.completed")], finish=done))
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1, 2, 3]
+
+
 async def test_an_end_batched_behind_its_superstep_commits_after_it(store_factory: StoreFactory) -> None:
     """Superstep writes and a response's end may take different paths in one batch (the fast
     path and the general one): the end still commits after the superstep, and not at all when
