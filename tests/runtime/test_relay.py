@@ -1,12 +1,18 @@
 """The relay's reads of a stored response (both dialects): every event once, in order, across
-pages that grow as a backlog is read (`READ_BATCH` doubling up to `READ_BATCH_MAX`)."""
+pages that grow as a backlog is read (`READ_BATCH` doubling up to `READ_BATCH_MAX`); never an
+event of a write that failed."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+import pytest
+
 from durable_responses.runtime.registry import RunRegistry
 from durable_responses.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
-from durable_responses.store import Store, Write
-from tests.store.helpers import event, events, owned
+from durable_responses.store import Store, StoreError, Write
+from tests.store.helpers import checkpoint, event, events, owned
 
 # Past the first page, two grown pages and some of the largest: every page size is crossed.
 N = READ_BATCH * 3 + READ_BATCH_MAX + 123
@@ -31,3 +37,30 @@ async def test_a_long_replay_sends_every_event_once_in_order(store: Store) -> No
     assert await _replay(store, rid, -1) == list(range(N))
     start = READ_BATCH + 7  # from the middle: the pages start there
     assert await _replay(store, rid, start) == list(range(start + 1, N))
+
+
+async def test_a_relay_never_sends_the_events_of_a_write_that_failed(store: Store) -> None:
+    """A watched response's write fails (its checkpoint id is taken): its events never
+    committed, so the rows the outbox keeps for relays must not hold them. The relay starts
+    reading right after the failure (its subscription taken before, as a creator's stream
+    takes it), and sends only what committed: the write that replaces them, then the end."""
+    rid = "resp_relay_failed"
+    await store.insert_response(owned(rid, "p1"), [], events(0, 1))
+    await store.submit(Write(rid, "p1", checkpoint=checkpoint("cp_1", rid, event_seq=0)))
+    sub = store.notifier.subscribe(rid)
+    with pytest.raises(StoreError):
+        await store.submit(
+            Write(rid, "p1", events=events(1, 3, delta="never committed"), checkpoint=checkpoint("cp_1", rid))
+        )
+    relay = Relay(store, RunRegistry(), remote_poll_seconds=30)
+    sent: list[tuple[int, str | None]] = []
+
+    async def watch() -> None:
+        async for batch in relay.committed(rid, 0, sub):
+            sent.extend((row.seq, json.loads(row.data).get("delta")) for row in batch)
+
+    watching = asyncio.create_task(watch())
+    await store.submit(Write(rid, "p1", events=events(1, 3, delta="committed")))
+    await store.submit(Write(rid, "p1", events=[event(3, "response.completed")]))
+    await asyncio.wait_for(watching, 30)
+    assert sent == [(1, "committed"), (2, "committed"), (3, None)], sent
