@@ -128,3 +128,13 @@ def writer_with_feedback() -> Workflow:
         .add_edge(coordinator, final_editor_agent)
         .build()
     )
+
+
+def city_agent() -> Agent:
+    """`client_with_structured_output.non_streaming_example()`'s agent (its `response_format` is
+    a per-run option there: a client asks for it with `text.format`)."""
+    return Agent(
+        client=OpenAIChatClient(),
+        name="CityAgent",
+        instructions="You are a helpful agent that describes cities in a structured format.",
+    )

@@ -27,6 +27,7 @@ GUESSING = "tests.samples.apps:guessing_game"
 FACTORS = "tests.samples.apps:factor_pairs"
 WRITER = "tests.samples.apps:writer_with_feedback"
 POEM = "tests.samples.upstream.05_functional_workflow_with_agents:poem_workflow"
+CITY = "tests.samples.apps:city_agent"
 CITY_QUESTION = "We are launching a new budget-friendly electric bike for urban commuters."
 
 
@@ -115,6 +116,13 @@ def test_functional_sample_with_agents_streams_poem_and_review(
     assert 'You said "Write a poem about: a cat learning to code"' in text, text
 
 
+def test_structured_output_sample_agent_streams_a_turn(shared_servers: Any) -> None:
+    final = _stream(shared_servers(CITY), "Tell me about Paris, France")
+    assert final.status == "completed", final.error
+    (text,) = output_texts(final)
+    assert text.endswith('You said "Tell me about Paris, France"'), text
+
+
 def test_guessing_game_sample_takes_its_human_turns(shared_servers: Any) -> None:
     srv: InProcessServer = shared_servers(GUESSING)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
@@ -176,3 +184,45 @@ def test_a_sample_killed_mid_run_completes_with_every_output_once(
         assert texts[-1].startswith("Consolidated Insights") and texts.count(texts[-1]) == 1, texts
     else:
         assert len(texts) == 1 and texts[0].startswith("Poem:"), texts
+
+
+@pytest.mark.crash
+def test_guessing_game_killed_while_answering_completes_its_turns(
+    server_factory: Any, database_url: str, fake: FakeModel
+) -> None:
+    """The human turn of the guessing game is killed -9 mid model call and finished by a restarted
+    server; the game then takes its last answer."""
+    env = _model_env(fake)
+    first = server_factory(database_url, app=GUESSING, env=env).start()
+    client = first.client()
+    paused = client.responses.create(model="m", input="start", store=True)
+    (call,) = [o for o in paused.output if o.type == "function_call"]
+    fake.token_delay = 0.2
+    try:
+        mark = len(fake.calls)
+        answering = client.responses.create(
+            model="m",
+            previous_response_id=paused.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "higher"}],
+            background=True,
+        )
+        wait_until(lambda: len(fake.calls) > mark, timeout=30, message="no model call started")
+        first.kill()
+        assert db.scalar(
+            database_url, f"SELECT status FROM responses WHERE id = {db.quote(answering.id)}"
+        ) in ("queued", "in_progress"), "killed too late"
+    finally:
+        fake.token_delay = 0.0
+    second = server_factory(database_url, app=GUESSING, env=env).start()
+    client = second.client()
+    answered = wait_terminal(client, answering.id, timeout=90)
+    assert answered.status == "completed", (answered.error, second.log())
+    check_sequence(stream_events(second.base_url, answering.id), label=answering.id)
+    calls = [o for o in answered.output if o.type == "function_call"]
+    assert len(calls) == 1 and "The agent guessed" in calls[0].arguments, answered.output
+    done = client.responses.create(
+        model="m",
+        previous_response_id=answering.id,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "correct"}],
+    )
+    assert done.status == "completed" and output_texts(done)[-1] == "Guessed correctly!", done.output
