@@ -167,7 +167,8 @@ class Leases(StoreBase):
 
     async def release_foreign_leases(self, owner: str) -> int:
         """Expire every lease of an active response held by another owner; only for a caller
-        that knows every other owner is dead (`Store.adopt_orphans`)."""
+        that knows every other owner is dead (the store, once it holds an SQLite database's
+        lock file: no other process uses the database)."""
         c = t.responses.c
         async with self._write() as conn:
             res = await conn.execute(

@@ -34,6 +34,7 @@ from ._engine import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT_BYTES, sqlite_path, sqlite_
 from ._plan import Op, creation_rows, fences, plan, prune_params
 from ._writer import Fenced, WriteKind, Writer
 from .records import LeaseLost, Write
+from .settings import LEASE_SECONDS
 
 # Rows per multi-row INSERT; a batch is split into chunks of 128, 64, ..., 1 rows so each
 # table needs at most 8 statements in the driver's cache (and 128 x 6 columns stays far below
@@ -135,7 +136,7 @@ class SqliteWriter(Writer):
 
     fast = frozenset({WriteKind.CREATE, WriteKind.SUPERSTEP, WriteKind.END})
 
-    def __init__(self, url: URL, *, lease_seconds: float = 15.0) -> None:
+    def __init__(self, url: URL, *, lease_seconds: float = LEASE_SECONDS) -> None:
         self._engine = sqlite_sync_engine(url)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._lease_seconds = lease_seconds

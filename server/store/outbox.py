@@ -41,6 +41,7 @@ from .errors import DuplicateResponse, LeaseLost, StoreError, classify
 from .health import Op
 from .notify import Notifier
 from .records import Write
+from .settings import LEASE_SECONDS
 from .stats import OutboxStats
 
 log = logging.getLogger("durable_responses.outbox")
@@ -57,7 +58,7 @@ class Outbox:
         *,
         commit_window: float = 0.002,
         max_batch: int = 256,
-        lease_seconds: float = 15.0,
+        lease_seconds: float = LEASE_SECONDS,
         writer: Writer | None = None,
     ) -> None:
         self._db = db

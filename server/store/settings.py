@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ._engine import ConnectionOptions
 
 DB_FILE = "durable-responses.db"
+# How long a process owns an in-flight response without renewing it (the setting's default,
+# and the store's when it is opened without settings).
+LEASE_SECONDS = 15.0
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -62,7 +65,7 @@ class StoreSettings(EnvSection):
         shown_default="./data",
     )
     lease_seconds: float = env_field(
-        15.0,
+        LEASE_SECONDS,
         "DURABLE_RESPONSES_LEASE_SECONDS",
         "How long a process owns an in-flight response without renewing it; a dead process's "
         "responses wait this long before another replica takes them over.",

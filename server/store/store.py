@@ -49,6 +49,7 @@ from .records import (
     Write,
 )
 from .retention import Retention
+from .settings import LEASE_SECONDS
 from .stats import StoreStats
 from .webhooks import WebhookStore
 
@@ -70,7 +71,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         notifier: Notifier | None = None,
         commit_window: float = 0.002,
         max_batch: int = 256,
-        lease_seconds: float = 15.0,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.db = db
         self.dialect = db.dialect
