@@ -33,6 +33,7 @@ from bench.hosts import columns, postgres
 from bench.hosts.process import kill_leftovers
 from bench.machine import git_state, machine
 from bench.run import run_all
+from durable_responses.store.settings import LEASE_SECONDS
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
@@ -53,7 +54,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Nam
         action="store_true",
         help="send ours plain foreground streams (default: background=true, like the resilient existing host)",
     )
-    ap.add_argument("--lease-seconds", type=float, default=15.0, help="our lease (server default 15 s)")
+    ap.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=LEASE_SECONDS,
+        help=f"our lease (the server's default, {LEASE_SECONDS:g} s)",
+    )
     ap.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (server logs, databases)")
@@ -132,7 +138,11 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(text)
     full = not (
-        args.quick or tokens or args.ours_foreground or args.recovery_timeout or args.lease_seconds != 15.0
+        args.quick
+        or tokens
+        or args.ours_foreground
+        or args.recovery_timeout
+        or args.lease_seconds != LEASE_SECONDS
     )
     if full and not args.no_readme:
         report.write_readme(text)

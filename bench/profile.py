@@ -31,6 +31,7 @@ from bench.hosts import postgres
 from bench.hosts.ours import ours_env, ours_server
 from bench.hosts.process import serving
 from bench.httpclient import HttpDriver
+from durable_responses.store.settings import LEASE_SECONDS
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:]+):\d+\)$")
 
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         url = f"sqlite:///{work / 'p.db'}" if args.dialect == "sqlite" else postgres.new_database()
         try:
-            srv = ours_server(url, "bench.apps:tokens", "live", work, ours_env(15.0))
+            srv = ours_server(url, "bench.apps:tokens", "live", work, ours_env(LEASE_SECONDS))
             with serving(srv):
                 assert srv.proc is not None
                 asyncio.run(_drive(srv.base_url, args.streams, 1))  # warm

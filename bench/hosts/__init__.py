@@ -15,9 +15,10 @@ from bench.hosts.existing import existing_hosts
 from bench.hosts.floor import floor_hosts
 from bench.hosts.ours import ours_hosts
 from bench.hosts.plain_http import plain_http_hosts
+from durable_responses.store.settings import LEASE_SECONDS
 
 __all__ = ["Host", "ServerSession", "Session", "columns"]
 
 
-def columns(ours_foreground: bool = False, lease_s: float = 15.0) -> list[Host]:
+def columns(ours_foreground: bool = False, lease_s: float = LEASE_SECONDS) -> list[Host]:
     return [*floor_hosts(), *plain_http_hosts(), *existing_hosts(), *ours_hosts(ours_foreground, lease_s)]

@@ -22,6 +22,7 @@ from bench.config import ROOT, Sizes, log
 from bench.hosts import postgres
 from bench.hosts.base import OURS_ONLY, Host
 from bench.hosts.process import ServedSession, ServerProc, free_port, serving
+from durable_responses.store.settings import LEASE_SECONDS
 
 
 def ours_env(lease_s: float) -> dict[str, str]:
@@ -77,7 +78,7 @@ class OursSession(ServedSession):
 
 @dataclass
 class OursHost(Host):
-    lease_s: float = 15.0
+    lease_s: float = LEASE_SECONDS
     # More `serve` arguments of this column (a column of `--workers N` is a host with them;
     # `ProcessCPU` counts a server's child processes too).
     args: tuple[str, ...] = ()
