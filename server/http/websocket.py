@@ -19,7 +19,9 @@ Invariants:
   other on one socket, chained by `previous_response_id` as over HTTP.
 - The caller is resolved once, at the upgrade, from its headers (a refused key is an HTTP 401
   answer to the upgrade, not a socket); every turn of the socket is that caller's.
-- The socket closing before a turn's end cancels the turn, as an SSE client's disconnect does.
+- The socket closing before a turn's end cancels the turn, as an SSE client's disconnect does;
+  when the server is stopping (SIGTERM: uvicorn closes every socket) the turn goes on to its
+  end within the shutdown grace period, as a foreground SSE stream does.
 """
 
 from __future__ import annotations
@@ -152,6 +154,8 @@ class _Socket:
         self._user = user
         self._send_lock = asyncio.Lock()
         self._turns: set[asyncio.Task[None]] = set()
+        # Whether the socket is closed (nothing more is sent on it).
+        self._gone = False
         # Whether a turn's terminal event is still to be sent (cleared just before it is sent:
         # a client that saw it may start the next turn at once).
         self._busy = False
@@ -172,10 +176,15 @@ class _Socket:
                     self._turns.add(task)
                     task.add_done_callback(self._turns.discard)
         finally:
-            # The socket is gone: a turn still running ends its stream, which cancels its
-            # (foreground) run, as an SSE client's disconnect does.
-            for task in list(self._turns):
-                task.cancel()
+            self._gone = True
+            if self._host.accepting:
+                # The client went away: a turn still running ends its stream, which cancels
+                # its (foreground) run, as an SSE client's disconnect does.
+                for task in list(self._turns):
+                    task.cancel()
+            # Else the server is stopping (uvicorn closes every socket, 1012): a running turn
+            # goes on to its end within the shutdown grace period, as a foreground SSE stream
+            # does, its events committed for the client to read over HTTP.
             for task in list(self._turns):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -217,16 +226,18 @@ class _Socket:
         last = -1
         ended = False
         try:
-            async for batch in self._host.stream_created(created).rows():
-                async with self._send_lock:
-                    for row in batch:
-                        if row.type in TERMINAL_EVENT_TYPES:
-                            self._busy = False
-                            ended = True
-                        await self._ws.send_text(row.data)
-                        last = row.seq
+            async with contextlib.aclosing(self._host.stream_created(created).rows()) as rows:
+                async for batch in rows:
+                    async with self._send_lock:
+                        for row in batch:
+                            if row.type in TERMINAL_EVENT_TYPES:
+                                self._busy = False
+                                ended = True
+                            if not self._gone:
+                                await self._send(row.data)
+                            last = row.seq
         except _GONE:
-            return  # the client went away: the stream's end cancelled the run
+            return  # the client went away: closing the stream cancelled the run
         except Exception:
             log.exception("a WebSocket turn of %s failed", rid)
         finally:
@@ -243,7 +254,19 @@ class _Socket:
                 )
             )
 
+    async def _send(self, text: str) -> None:
+        """Send a message; when the socket is gone while the server stops, drop it (the turn
+        goes on: see `serve`), else raise."""
+        try:
+            await self._ws.send_text(text)
+        except _GONE:
+            self._gone = True
+            if self._host.accepting:
+                raise
+
     async def _send_error(self, exc: errors.ProtocolError) -> None:
+        if self._gone:
+            return
         with contextlib.suppress(*_GONE):
             async with self._send_lock:
                 await self._ws.send_text(dumps(error_event(exc)))

@@ -148,6 +148,11 @@ class Host:
             await asyncio.sleep(delay)
             delay *= 2
 
+    @property
+    def accepting(self) -> bool:
+        """Whether this process takes new responses (False once its shutdown began)."""
+        return self.registry.accepting
+
     async def ready(self) -> bool:
         return await self.readiness() is None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TypeVar
 
 from ..protocol import events as ev
@@ -74,11 +74,11 @@ class ResponseStream:
         """SSE frames, one chunk (one socket write) per read."""
         return self._each(_frames)
 
-    def rows(self) -> AsyncIterator[list[EventRow]]:
-        """The committed rows, a batch per read."""
+    def rows(self) -> AsyncGenerator[list[EventRow]]:
+        """The committed rows, a batch per read (close it to end the stream early)."""
         return self._each(_rows)
 
-    async def _each(self, render: Callable[[list[EventRow]], _Chunk]) -> AsyncIterator[_Chunk]:
+    async def _each(self, render: Callable[[list[EventRow]], _Chunk]) -> AsyncGenerator[_Chunk]:
         finished = False
         try:
             async for batch in self._batches:

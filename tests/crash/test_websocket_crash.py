@@ -11,6 +11,7 @@ the client stopped and the whole response is every event once, in order.
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import pytest
@@ -72,3 +73,34 @@ def test_kill_during_the_second_turn_then_replay_it_over_http(
     check_sequence(turn3)
     assert turn3[-1]["type"] == "response.completed"
     assert output_texts(turn3[-1]["response"]) == countdown_ticks(1)
+
+
+def test_sigterm_during_a_turn_lets_it_finish_and_the_rest_is_read_over_http(
+    server_factory: Any, database_url: str
+) -> None:
+    """A rolling update: the server closes its sockets (1012, going away) at SIGTERM, and a turn
+    running then finishes within the shutdown grace period, as a foreground SSE stream does; the
+    client reads the rest over HTTP from the next server."""
+    first = server_factory(database_url, app=COUNTDOWN).start()
+    with ws_connect(first) as ws:
+        send_create(ws, input="5 delay=0.25")
+        before: list[dict[str, Any]] = []
+        while not (before and before[-1]["type"] == "response.output_item.done"):
+            before.append(recv_json(ws))
+        assert first.proc is not None
+        first.proc.send_signal(signal.SIGTERM)
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                before.append(recv_json(ws, timeout=30))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012, closed.value
+    first.proc.wait(30)
+    rid = before[0]["response"]["id"]
+    status = db.scalar(database_url, f"SELECT status FROM responses WHERE id = {db.quote(rid)}")
+    assert status == "completed", status
+
+    second = server_factory(database_url, app=COUNTDOWN).start()
+    after = stream_events(second.base_url, rid, after=before[-1]["sequence_number"])
+    combined = before + after
+    check_sequence(combined)
+    assert combined[-1]["type"] == "response.completed"
+    assert output_texts(combined[-1]["response"]) == countdown_ticks(5)
