@@ -5,9 +5,10 @@ With a blank line after the comment, openai-python (and agent-framework's OpenAI
 on it) dispatched an empty event carrying the last `id:` and failed on its JSON at the first
 keep-alive. The readers are the unmodified clients: openai-python sync, async,
 `responses.stream(...)` (create and resume), `retrieve(stream=True, starting_after=N)`,
-openai-node (create and retrieve), agent-framework's `OpenAIChatClient`; plus a raw read that
-checks the keep-alives were really sent between frames. All readers of one test run at once
-against one server, so the 20-second stream with the default interval costs ~20 s per database.
+openai-node (create and retrieve), the Vercel AI SDK's `streamText`, agent-framework's
+`OpenAIChatClient`; plus a raw read that checks the keep-alives were really sent between frames.
+All readers of one test run at once against one server, so the 20-second stream with the
+default interval costs ~20 s per database.
 """
 
 from __future__ import annotations
@@ -164,10 +165,9 @@ def _check(results: dict[str, Any], count: int, min_keepalives: int) -> None:
     assert isinstance(raw, int) and raw >= min_keepalives, f"keep-alives sent: {raw}"
     js = results.pop("node")
     if isinstance(js, dict):
-        results["node create"], results["node retrieve(stream, starting_after)"] = (
-            js["create"],
-            js["retrieve"],
-        )
+        results["node create"] = js["create"]
+        results["node retrieve(stream, starting_after)"] = js["retrieve"]
+        results["vercel ai streamText"] = js["vercel"]
     else:
         results["node"] = js
     wrong = {name: got for name, got in results.items() if got != expected}
