@@ -10,6 +10,7 @@ are opaque to the host and kept as sent).
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
@@ -79,12 +80,19 @@ def _text_part(text: str, role: str) -> dict[str, Any]:
 
 
 def normalize_input(value: object) -> list[dict[str, Any]]:
-    """`input` (a string or a list of items) as canonical items; [] for null."""
+    """`input` (a string, a list of items, or a JSON object: a user message of its JSON text) as
+    canonical items; [] for null."""
     if value is None:
         return []
     if isinstance(value, str):
         want_str(value, "input", max_len=MAX_TEXT_CHARS)
         return [text_message(value)]
+    if isinstance(value, dict) and "type" not in value and "role" not in value:
+        # A JSON object as the input (DevUI's form for a workflow that takes a structured
+        # input): the user's message is its JSON text, which such a workflow parses.
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        want_str(text, "input", max_len=MAX_TEXT_CHARS)
+        return [text_message(text)]
     items = want_list(value, "input")
     return [_item(raw, f"input[{i}]") for i, raw in enumerate(items)]
 

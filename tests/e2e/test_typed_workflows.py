@@ -171,6 +171,9 @@ def test_typed_fan_out_fan_in_streams_its_report_as_json(shared_servers: Any) ->
     assert report == {"label": "sample", "count": 3, "stats": {"max": 3.0, "mean": 2.0, "sum": 6.0}}
     # The same input as a user message whose text is a fenced JSON block.
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
+        # DevUI's form: the JSON object itself as `input`.
+        body = _ok(c, {"input": {"numbers": [4, 8], "label": "obj"}})
+        assert json.loads(_texts(body)[0])["stats"] == {"max": 8.0, "mean": 6.0, "sum": 12.0}
         fenced = '```json\n{"numbers": [5]}\n```'
         body = _ok(c, {"input": [{"role": "user", "content": [{"type": "input_text", "text": fenced}]}]})
         assert json.loads(_texts(body)[0])["stats"] == {"max": 5.0, "mean": 5.0, "sum": 5.0}
