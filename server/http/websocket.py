@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
+from ..observability import metrics
 from ..protocol import errors
 from ..protocol.events import TERMINAL_EVENT_TYPES
 from ..protocol.request import CreateRequest, parse_create_request
@@ -124,8 +125,10 @@ def websocket_routes(host: Host, settings: HttpSettings, auth: Authenticator) ->
         try:
             user = auth.user_of(ws.headers)
         except errors.ProtocolError as exc:
+            metrics.WEBSOCKET_CONNECTIONS.inc(outcome="denied")
             await _deny(ws, exc)
             return
+        metrics.WEBSOCKET_CONNECTIONS.inc(outcome="accepted")
         await ws.accept()
         await _Socket(host, settings, ws, user).serve()
 
@@ -208,16 +211,21 @@ class _Socket:
                     "(response.completed, .failed or .incomplete), or open another WebSocket.",
                     code="response_already_in_flight",
                 )
-            return await create_response(
+            created = await create_response(
                 self._host, self._user, req, self._ws.headers, default_session=self._settings.agent_session_id
             )
         except errors.ProtocolError as exc:
-            await self._send_error(exc)
+            refusal = exc
         except Exception as exc:
             unavailable = client_error(exc)
             if unavailable is None:
                 log.exception("unhandled error on a WebSocket response.create")
-            await self._send_error(unavailable or errors.server_error())
+            refusal = unavailable or errors.server_error()
+        else:
+            metrics.WEBSOCKET_MESSAGES.inc(outcome="created")
+            return created
+        metrics.WEBSOCKET_MESSAGES.inc(outcome=str(refusal.status))
+        await self._send_error(refusal)
         return None
 
     async def _turn(self, created: Created) -> None:

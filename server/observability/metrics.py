@@ -152,6 +152,14 @@ DOUBLE_TEXTING = _counter(
     "New turns that found the turn they follow still running, by the strategy applied.",
     ["strategy"],
 )
+WEBSOCKET_CONNECTIONS = _counter(
+    "websocket_connections", "WebSocket mode upgrades, by outcome (accepted, denied).", ["outcome"]
+)
+WEBSOCKET_MESSAGES = _counter(
+    "websocket_messages",
+    "WebSocket mode client messages, by what each got: a turn (created) or its error's status.",
+    ["outcome"],
+)
 PURGED = _counter("retention_purged_responses", "Responses deleted by retention (sweeper and purge).")
 
 

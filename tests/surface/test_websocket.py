@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import InvalidStatus
 
 from tests.schema_validator import validate, validate_event
@@ -275,6 +276,41 @@ def test_admission_is_the_http_layers(tmp_path: Path) -> None:
                 time.sleep(0.05)
             assert first["type"] == "response.created", first
             assert read_turn(other)[-1]["type"] == "response.completed"
+
+
+def _samples(server: InProcessServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    r = httpx.get(f"{server.base_url}/metrics", timeout=10)
+    assert r.status_code == 200
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(r.text)
+        for s in family.samples
+    }
+
+
+def test_metrics_count_upgrades_and_messages(keyed: InProcessServer) -> None:
+    before = _samples(keyed)
+    with pytest.raises(InvalidStatus):
+        ws_connect(keyed)
+    with ws_connect(keyed, headers={"authorization": "Bearer key-a"}) as ws:
+        turn(ws, input="one")
+        turn(ws, input="two")
+        ws.send("{")
+        recv_json(ws)
+        send_create(ws, input="x", previous_response_id="resp_unknown")
+        recv_json(ws)
+    after = _samples(keyed)
+
+    def d(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert d("durable_responses_websocket_connections_total", outcome="denied") == 1
+    assert d("durable_responses_websocket_connections_total", outcome="accepted") == 1
+    assert d("durable_responses_websocket_messages_total", outcome="created") == 2
+    assert d("durable_responses_websocket_messages_total", outcome="400") == 1
+    assert d("durable_responses_websocket_messages_total", outcome="404") == 1
+    assert d("durable_responses_creations_total", mode="stream") == 2
 
 
 def test_a_message_over_the_body_limit_is_a_413(tmp_path: Path) -> None:
