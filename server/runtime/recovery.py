@@ -115,7 +115,7 @@ class _Pace:
 INTERRUPTED_FOREGROUND = (
     "The server stopped while this response was running. It was not a background response, so it "
     "could not be resumed after the restart; retry the request, or create it with background=true "
-    "to have it survive restarts."
+    "(over HTTP: a WebSocket turn is always foreground) to have it survive restarts."
 )
 
 
