@@ -93,6 +93,8 @@ class Admin:
         return {
             "replica": host.owner,
             "app": host.app.name,
+            # What the app takes (its kind and its input's JSON schema), as GET /v1/models shows.
+            "app_input": host.app.describe(),
             "delivery": host.settings.delivery.value,
             "admin": scope is None,
             "user_id": scope,

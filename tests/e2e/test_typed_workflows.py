@@ -196,6 +196,9 @@ def test_the_input_schema_of_the_app_is_readable_over_http(shared_servers: Any) 
         models = c.get("/v1/models").json()["data"]
         assert len(models) == 1
         model = c.get(f"/v1/models/{models[0]['id']}").json()
+        overview = c.get("/v1/admin/overview")
+        assert overview.status_code == 200, overview.text
+        assert overview.json()["app_input"] == {k: model[k] for k in ("kind", "input", "input_schema")}
     assert model["kind"] == "workflow" and model["input"] == "typed"
     assert model["input_schema"]["properties"]["numbers"] == {
         "items": {"type": "integer"},

@@ -59,7 +59,7 @@ async function showList() {
   view.innerHTML = `<div class="toolbar"><h2 style="margin:0">Responses</h2>
     <label>status <select id="status">${["", "queued", "in_progress", "completed", "failed", "cancelled", "incomplete"]
       .map((s) => `<option ${s === status ? "selected" : ""} value="${s}">${s || "any"}</option>`).join("")}</select></label>
-    <span id="counts" class="muted"></span></div><div id="list"><p class="muted">Loading…</p></div>`;
+    <span id="counts" class="muted"></span></div><details id="app-input"></details><div id="list"><p class="muted">Loading…</p></div>`;
   $("#status").onchange = (ev) => { location.hash = ev.target.value ? `#/?status=${ev.target.value}` : "#/"; };
   const render = async () => {
     try {
@@ -68,6 +68,11 @@ async function showList() {
         api("/v1/admin/overview"),
       ]);
       $("#counts").textContent = Object.entries(overview.counts).map(([k, v]) => `${k}: ${v}`).join("  ·  ");
+      const input = overview.app_input;
+      if (input && !$("#app-input").innerHTML) {
+        $("#app-input").innerHTML = `<summary>app input: ${esc(input.kind)} · ${esc(input.input)}</summary>
+          <pre class="mono">${esc(JSON.stringify(input.input_schema, null, 2))}</pre>`;
+      }
       $("#replica").textContent = `replica ${overview.replica} · ${overview.app} · ${overview.admin ? "every tenant" : "your responses"}`;
       $("#list").innerHTML = page.data.length === 0 ? `<p class="muted">No responses.</p>` : `<table><thead><tr>
         <th>response</th><th>status</th><th>app</th><th>age</th><th>owner replica</th><th>recoveries</th><th>mode</th>${overview.admin ? "<th>user</th>" : ""}</tr></thead><tbody>
