@@ -14,13 +14,16 @@ Invariants:
   supervisor ends as a single `serve` does (by SIGTERM, which uvicorn raises again once its
   shutdown is done; with 0 after Ctrl+C); a worker that ended otherwise while draining makes it
   exit 1.
-- A worker that dies unexpectedly is not restarted: the supervisor drains the others and exits
-  non-zero (the dead worker's code, or 1). Restart policy belongs to whatever runs the
-  supervisor (systemd, Kubernetes, the container runtime), which sees the exit, applies its
-  back-off and logs it; restarting here would hide a crash loop (a worker that dies at start-up
-  would be restarted forever). Draining the survivors releases their leases, so the restarted
-  unit resumes every in-flight response at once; the dead worker's responses are resumed when
-  their leases expire, as after any crash.
+- A worker that dies unexpectedly (a crash, `kill -9`, the OOM killer) is replaced by a new one
+  on the same port, as uvicorn and gunicorn replace theirs; the port never stops answering
+  meanwhile (the other workers listen on it), and the dead worker's in-flight responses are
+  taken over at once by its siblings (on PostgreSQL each worker holds a liveness lock that dies
+  with it: `store/_pg_liveness.py`), not when their leases expire.
+- A crash loop is not hidden: a worker that exits with 2 (it cannot serve this configuration:
+  the app fails to load, the database is refused) is not replaced, nor is any worker once
+  `MAX_REPLACEMENTS` were made within `REPLACEMENT_WINDOW` seconds; then the supervisor drains
+  the others and exits non-zero (the dead worker's code, or 1), for whatever runs it to see.
+  Replacements back off (`_backoff`) when they come close together.
 - The supervisor holds the port (bound with SO_REUSEPORT, never listening) for its lifetime:
   port 0 resolves to one port for all workers, and an address taken by another program fails
   at once with one clear message instead of N.
@@ -46,6 +49,11 @@ __all__ = ["bind_reuse_port", "refusal", "supervise"]
 log = logging.getLogger("durable_responses.workers")
 
 _PR_SET_PDEATHSIG = 1
+# Crash-loop limit: at most this many replacements of dead workers within the window (seconds).
+MAX_REPLACEMENTS = 5
+REPLACEMENT_WINDOW = 60.0
+# A worker's exit code that says it cannot serve this configuration (cli: a start-up error).
+CANNOT_SERVE = 2
 
 
 def refusal(workers: int, backend: str) -> str | None:
@@ -90,12 +98,15 @@ class _Supervisor:
         self.children: list[subprocess.Popen[bytes]] = []
         self.stopping = False
         self.signal: int | None = None  # the first signal received (or sent on a failure)
+        self.replaced: list[float] = []  # when each replacement was made (monotonic)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        cmd = [sys.executable, "-m", "durable_responses", *self.argv]
+        return subprocess.Popen(cmd, process_group=0, preexec_fn=_die_with_parent)
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "durable_responses", *self.argv]
         for _ in range(self.workers):
-            child = subprocess.Popen(cmd, process_group=0, preexec_fn=_die_with_parent)
-            self.children.append(child)
+            self.children.append(self._spawn())
         log.info(
             "supervisor %d: %d workers (pids %s), one replica each",
             os.getpid(),
@@ -114,23 +125,57 @@ class _Supervisor:
                 except ProcessLookupError:
                     pass
 
+    def _replace(self, dead: subprocess.Popen[bytes]) -> bool:
+        """Start a worker in place of `dead`; False when the crash-loop limit forbids it."""
+        code = dead.returncode
+        now = time.monotonic()
+        self.replaced = [t for t in self.replaced if now - t < REPLACEMENT_WINDOW]
+        if code == CANNOT_SERVE or len(self.replaced) >= MAX_REPLACEMENTS:
+            return False
+        time.sleep(_backoff(len(self.replaced)))
+        if self.stopping:
+            return True  # a signal came meanwhile: nothing to replace
+        self.replaced.append(time.monotonic())
+        new = self._spawn()
+        self.children[self.children.index(dead)] = new
+        log.error(
+            "worker %d exited unexpectedly (code %s): replaced by worker %d (%d replacement(s) in the "
+            "last %.0f s; at %d the supervisor stops)",
+            dead.pid,
+            code,
+            new.pid,
+            len(self.replaced),
+            REPLACEMENT_WINDOW,
+            MAX_REPLACEMENTS + 1,
+        )
+        return True
+
     def wait(self) -> int:
         failed: int | None = None
         while True:
             alive = [c for c in self.children if c.poll() is None]
             if failed is None and not self.stopping:
-                dead = [c for c in self.children if c.returncode is not None]
-                if dead:
-                    code = dead[0].returncode
+                for dead in [c for c in self.children if c.returncode is not None]:
+                    if self._replace(dead):
+                        continue
+                    code = dead.returncode
                     failed = code if code not in (None, 0) else 1
+                    why = (
+                        "it cannot serve this configuration"
+                        if code == CANNOT_SERVE
+                        else f"{MAX_REPLACEMENTS} replacements in {REPLACEMENT_WINDOW:.0f} s: a crash loop"
+                    )
                     log.error(
-                        "worker %d exited unexpectedly (code %s): draining the others and exiting %d "
-                        "(not restarted: restarting is the job of whatever runs this command)",
-                        dead[0].pid,
+                        "worker %d exited unexpectedly (code %s) and is not replaced (%s): draining the "
+                        "others and exiting %d",
+                        dead.pid,
                         code,
+                        why,
                         failed,
                     )
                     self.forward(signal.SIGTERM)
+                    break
+                alive = [c for c in self.children if c.poll() is None]
             if not alive:
                 break
             time.sleep(0.1)
@@ -143,6 +188,12 @@ class _Supervisor:
         for c in bad:
             log.error("worker %d exited with %s while draining", c.pid, c.returncode)
         return 1 if bad else 0
+
+
+def _backoff(recent: int) -> float:
+    """Seconds before a replacement, after `recent` replacements within the window: none for
+    the first, then 0.5 s doubling up to 8 s."""
+    return 0.0 if recent == 0 else min(0.5 * 2 ** (recent - 1), 8.0)
 
 
 def supervise(argv: Sequence[str], workers: int) -> int:

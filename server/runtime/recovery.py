@@ -188,7 +188,7 @@ class Recovery:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            slice_ = min(left, LIVENESS_POLL) if self._store.judges_liveness else left
+            slice_ = min(left, LIVENESS_POLL) if self._store.liveness_held else left
             wake.clear()
             sleeper = asyncio.ensure_future(self._sleep_slice(slice_, strand_wakes))
             woken = asyncio.ensure_future(wake.wait(slice_))

@@ -90,7 +90,7 @@ class StoreSettings(EnvSection):
         10,
         "DURABLE_RESPONSES_PG_POOL_SIZE",
         "PostgreSQL: pooled connections per replica (reads, leases, the general write path); a replica "
-        "opens at most POOL_SIZE + POOL_OVERFLOW + 2 (the outbox writer, LISTEN).",
+        "opens at most POOL_SIZE + POOL_OVERFLOW + 3 (the outbox writer, LISTEN, the liveness lock).",
         ge=1,
     )
     pg_pool_overflow: int = env_field(

@@ -168,6 +168,12 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         return self._liveness is not None and self._liveness.impossible
 
     @property
+    def liveness_held(self) -> bool:
+        """Whether this process holds (or is taking, or taking again) a liveness lock: recovery
+        looks for dead owners often, so it starts judging as soon as the lock is held."""
+        return self._liveness is not None and not self._liveness.impossible
+
+    @property
     def judges_liveness(self) -> bool:
         """Whether this process holds its liveness lock now (and has for `SETTLE_SECONDS` after
         a loss): then it may claim the responses of owners whose lock is gone (`dead_owned`)."""

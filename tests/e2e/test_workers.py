@@ -129,20 +129,127 @@ def test_two_workers_share_the_port_and_drain_on_sigterm(pg_url: str, tmp_path: 
             proc.wait(10)
 
 
-def test_a_worker_that_dies_stops_the_supervisor_non_zero(pg_url: str, tmp_path: Path) -> None:
+def _max_seqs(url: str, ids: list[str]) -> dict[str, int]:
+    import asyncpg
+
+    async def run() -> dict[str, int]:
+        conn = await asyncpg.connect(url.replace("postgresql://", "postgres://"), timeout=5)
+        try:
+            rows = await conn.fetch(
+                "SELECT response_id, max(seq) FROM events WHERE response_id = ANY($1) GROUP BY 1", ids
+            )
+            return {str(r[0]): int(r[1]) for r in rows}
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+def _owned_by(url: str, pid: int) -> list[str]:
+    import asyncpg
+
+    async def run() -> list[str]:
+        conn = await asyncpg.connect(url.replace("postgresql://", "postgres://"), timeout=5)
+        try:
+            rows = await conn.fetch(
+                "SELECT id FROM responses WHERE status IN ('queued', 'in_progress') AND split_part(lease_owner, ':', 2) = $1",
+                str(pid),
+            )
+            return [str(r[0]) for r in rows]
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+def test_a_dead_worker_is_replaced_and_its_responses_taken_over_at_once(pg_url: str, tmp_path: Path) -> None:
+    """Issue 39: `kill -9` of one of two workers, with the default 15 s lease. Proves: the port
+    answers all along (new connections go to the live worker), the supervisor starts a new
+    worker, and the dead one's in-flight responses resume long before their leases would have
+    expired (its siblings know at once that it died). Measured: when each resumed."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "workers.log"
+    app = "durable_responses.examples.countdown:countdown"
     proc = _start(
-        ["serve", "--port", str(port), "--database-url", pg_url], log, {"DURABLE_RESPONSES_WORKERS": "2"}
+        ["serve", "--port", str(port), "--database-url", pg_url, "--app", app],
+        log,
+        {"DURABLE_RESPONSES_WORKERS": "2", "DURABLE_RESPONSES_LEASE_SECONDS": "15"},
     )
     try:
         _wait_ready(proc, base, log, 2)
         victim, survivor = _children(proc.pid)
+        ids: list[str] = []
+        for i in range(16):
+            with httpx.Client(base_url=base, timeout=30) as http:  # a connection each: both workers
+                r = http.post("/v1/responses", json={"input": f"40 delay=0.1 w{i}", "background": True})
+                assert r.status_code == 200, r.text
+                ids.append(r.json()["id"])
+        time.sleep(0.5)
+        theirs = _owned_by(pg_url, victim)
+        assert theirs, "the victim runs none of the responses: the test would prove nothing"
+        baseline = _max_seqs(pg_url, theirs)
+        killed = time.monotonic()
         os.kill(victim, signal.SIGKILL)
-        assert proc.wait(60) != 0
-        assert not Path(f"/proc/{survivor}").exists()
-        assert "exited unexpectedly" in log.read_text()
+        answered, failed = 0, 0
+        resumed: dict[str, float] = {}
+        deadline = killed + 12  # bounded: the 15 s lease must not be what resumes them
+        while time.monotonic() < deadline and (len(resumed) < len(theirs) or answered < 20):
+            try:
+                with httpx.Client(base_url=base, timeout=5) as http:
+                    answered += http.get("/readiness").status_code in (200, 503)
+            except httpx.HTTPError:
+                failed += 1
+            for rid, seq in _max_seqs(pg_url, theirs).items():
+                if rid not in resumed and seq > baseline[rid]:
+                    resumed[rid] = time.monotonic() - killed
+            time.sleep(0.05)
+        times = sorted(resumed.values())
+        print(
+            f"worker killed: {len(theirs)} of its responses resumed "
+            f"{times[0] if times else None:.2f}..{times[-1] if times else None:.2f} s after the kill; "
+            f"port: {answered} answers, {failed} refused"
+        )
+        assert len(resumed) == len(theirs), (resumed, theirs)
+        assert failed == 0, f"{failed} connections to the port failed while a worker was replaced"
+        assert proc.poll() is None, log.read_text()
+        deadline = time.monotonic() + 30
+        while len(_children(proc.pid)) < 2 or survivor not in _children(proc.pid):
+            assert time.monotonic() < deadline, _children(proc.pid)
+            time.sleep(0.1)
+        assert victim not in _children(proc.pid)
+        assert "replaced by worker" in log.read_text()
+        with httpx.Client(base_url=base, timeout=30) as http:
+            for rid in ids:
+                end = time.monotonic() + 60
+                while (body := http.get(f"/v1/responses/{rid}").json())["status"] in (
+                    "queued",
+                    "in_progress",
+                ):
+                    assert time.monotonic() < end, body
+                    time.sleep(0.1)
+                assert body["status"] == "completed", body
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == -signal.SIGTERM, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_worker_that_cannot_serve_stops_the_supervisor(pg_url: str, tmp_path: Path) -> None:
+    """A worker that exits 2 (its app cannot load) is not replaced: no crash loop, the
+    supervisor stops with that code."""
+    log = tmp_path / "workers.log"
+    proc = _start(
+        ["serve", "--port", str(free_port()), "--database-url", pg_url, "--app", "no_such_module:factory"],
+        log,
+        {"DURABLE_RESPONSES_WORKERS": "2"},
+    )
+    try:
+        assert proc.wait(90) == 2, log.read_text()
+        text = log.read_text()
+        assert "is not replaced" in text and "replaced by worker" not in text, text
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -188,3 +295,20 @@ def test_ctrl_c_drains_every_worker_and_exits_0(pg_url: str, tmp_path: Path) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def test_a_crash_loop_stops_the_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers that keep dying are replaced MAX_REPLACEMENTS times within the window, then the
+    supervisor stops with the dead worker's code (real processes that exit 3 at once)."""
+    from durable_responses import workers
+
+    monkeypatch.setattr(workers, "_backoff", lambda _recent: 0.0)
+    sup = workers._Supervisor(["serve"], 2)
+
+    def crashing() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+
+    monkeypatch.setattr(sup, "_spawn", crashing)
+    sup.start()
+    assert sup.wait() == 3
+    assert len(sup.replaced) == workers.MAX_REPLACEMENTS
