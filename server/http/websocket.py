@@ -18,7 +18,8 @@ Invariants:
   `response_already_in_flight`); the running turn is not disturbed. Turns run one after the
   other on one socket, chained by `previous_response_id` as over HTTP.
 - The caller is resolved once, at the upgrade, from its headers (a refused key is an HTTP 401
-  answer to the upgrade, not a socket); every turn of the socket is that caller's.
+  answer to the upgrade, not a socket); every turn of the socket is that caller's. A browser
+  page of another origin than the server's own or the CORS origins gets a 403 (`check_origin`).
 - The socket closing before a turn's end cancels the turn, as an SSE client's disconnect does;
   when the server is stopping (SIGTERM: uvicorn closes every socket) the turn goes on to its
   end within the shutdown grace period, as a foreground SSE stream does.
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -118,11 +120,36 @@ def parse_client_event(raw: str | bytes) -> CreateRequest:
     return parse_create_request(body)
 
 
+def check_origin(headers: Mapping[str, str], allowed: Sequence[str]) -> None:
+    """403 for an upgrade a browser page of another origin asked for.
+
+    A WebSocket is not subject to CORS: without this check any page a user visits could drive
+    a server on their machine or network (the browser sends its cookies, and a server without
+    keys asks for nothing else). Browsers always send `Origin`; other clients (the SDKs, the
+    `websockets` package) send none unless told to. Allowed: no `Origin`, the server's own
+    origin (same host and port), and what `DURABLE_RESPONSES_CORS_ORIGINS` allows over HTTP.
+    """
+    origin = headers.get("origin")
+    if origin is None or "*" in allowed or origin in allowed:
+        return
+    host = headers.get("host", "")
+    if host and origin.split("://", 1)[-1].rstrip("/") == host:
+        return
+    raise errors.ProtocolError(
+        403,
+        f"WebSocket upgrade from origin {origin[:128]!r} refused: the server accepts browser pages of "
+        "its own origin and of DURABLE_RESPONSES_CORS_ORIGINS only.",
+        type="permission_error",
+        code="origin_not_allowed",
+    )
+
+
 def websocket_routes(host: Host, settings: HttpSettings, auth: Authenticator) -> list[WebSocketRoute]:
     """The WebSocket route on `/responses` (beside the HTTP routes of the same path)."""
 
     async def endpoint(ws: WebSocket) -> None:
         try:
+            check_origin(ws.headers, settings.cors_origins)
             user = auth.user_of(ws.headers)
         except errors.ProtocolError as exc:
             metrics.WEBSOCKET_CONNECTIONS.inc(outcome="denied")

@@ -278,6 +278,29 @@ def test_admission_is_the_http_layers(tmp_path: Path) -> None:
             assert read_turn(other)[-1]["type"] == "response.completed"
 
 
+def test_a_browser_page_of_another_origin_is_refused(tmp_path: Path) -> None:
+    """WebSockets are not subject to CORS: the upgrade checks `Origin` itself."""
+    allowed = "http://app.example"
+    env = {"DURABLE_RESPONSES_CORS_ORIGINS": allowed}
+    with InProcessServer(f"sqlite:///{tmp_path}/o.db", env=env) as srv:
+        for origin in ("http://evil.example", "http://127.0.0.1:1", "null"):
+            with pytest.raises(InvalidStatus) as refused:
+                ws_connect(srv, headers={"origin": origin})
+            assert refused.value.response.status_code == 403
+            body = json.loads(refused.value.response.body or b"{}")
+            assert body["error"]["code"] == "origin_not_allowed", body
+        # No Origin (a program), the server's own, and a CORS origin are served.
+        for headers in (None, {"origin": srv.base_url}, {"origin": allowed}):
+            with ws_connect(srv, headers=headers) as ws:
+                assert turn(ws, input="hello")[-1]["type"] == "response.completed"
+    with InProcessServer(f"sqlite:///{tmp_path}/p.db") as srv:  # CORS off: own origin only
+        with pytest.raises(InvalidStatus) as refused:
+            ws_connect(srv, headers={"origin": allowed})
+        assert refused.value.response.status_code == 403
+        with ws_connect(srv, headers={"origin": srv.base_url}) as ws:
+            assert turn(ws, input="hello")[-1]["type"] == "response.completed"
+
+
 def _samples(server: InProcessServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     r = httpx.get(f"{server.base_url}/metrics", timeout=10)
     assert r.status_code == 200
