@@ -43,6 +43,7 @@ from ._af_private import (
 )
 from .functional import FunctionalAgent, fresh_functional, functional_input
 from .inputs import InputSpec, spec_for_types
+from .run_options import HOST_CHECKPOINT_TYPES, AppReach, Reach, reach_of
 
 DEFAULT_APP = "durable_responses.examples.echo:echo"
 
@@ -69,6 +70,8 @@ class HostedApp:
         elif isinstance(probe, FunctionalAgent):
             self.kind = "functional_workflow"
         self.name = getattr(probe, "name", None) or spec
+        # What of a request's options can reach the app's model calls (`run_options`).
+        self.reach: AppReach = reach_of(probe)
         workflow = getattr(probe, "workflow", None)
         try:
             if isinstance(workflow, Workflow):
@@ -82,6 +85,9 @@ class HostedApp:
                 f"the types the workflow built by {spec} declares cannot be read "
                 f"({type(exc).__name__}: {exc}); check its handlers' annotations"
             ) from exc
+        if self.reach.kind == Reach.WORKFLOW:
+            # The request options a workflow's run kwargs carry (`run_options`).
+            declared |= set(HOST_CHECKPOINT_TYPES)
         self.checkpoint_types: tuple[str, ...] = tuple(sorted(declared))
 
     @property

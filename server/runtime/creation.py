@@ -36,6 +36,7 @@ from .memory import MemorySink
 from .plan import RunSpec, lineage_for
 from .registry import RunRegistry
 from .run import ResponseRun
+from .run_options import applied
 from .settings import RuntimeSettings
 from .turns import Turns, strategy_of
 
@@ -103,6 +104,9 @@ class Creator:
                 "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica.",
                 retry_after=1.0,
             )
+        # The request as the run applies it (what the response echoes): options this app cannot
+        # honour are refused here, those it ignores set to null (`run_options`).
+        req = applied(req, self.continuations.app.reach)
         rid = response_id or new_response_id()
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
         encoded = await for_input(len(req.input_items), _encode_sync, req, rid)

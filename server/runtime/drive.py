@@ -31,6 +31,7 @@ from ..protocol.response import build_response
 from ._af_private import on_events_end, pace_events
 from .pairing import Pairing
 from .plan import RunPlan, RunSpec
+from .run_options import NO_REACH, AppReach, run_kwargs
 from .sinks import Sink
 from .usage import UsageMeter
 
@@ -94,6 +95,7 @@ class Driver:
         build_agent: Callable[[], Any],
         is_workflow: bool,
         yield_every: float,
+        reach: AppReach = NO_REACH,
         meter: UsageMeter,
         commit_lag: float,
         delivery: str = "live",
@@ -109,6 +111,7 @@ class Driver:
         # a factory that fails fails the response instead of the request.
         self._build_agent = build_agent
         self._is_workflow = is_workflow
+        self._reach = reach
         self._yield_every = yield_every
         # Separate from `yield_every`: a commit takes a few ms (SQLite's writer waits for the
         # GIL at every statement), and waiting on each one at 4 ms throttled a countdown.
@@ -151,6 +154,8 @@ class Driver:
             kwargs["session"] = session
         if plan.tools:
             kwargs["tools"] = plan.tools
+        # The request's options, as agent-framework takes them for this app (`run_options`).
+        kwargs.update(run_kwargs(spec.request, self._reach, agent))
         # The model calls of this task and of every task it spawns count for this response.
         self._meter.activate()
         live = sink.live
@@ -206,6 +211,11 @@ class Driver:
                 # nothing to show before the checkpoint.
                 await asyncio.sleep(0)
                 hogging.reset()
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the model's last reply was cut at the token limit (`max_output_tokens`)."""
+        return self._mapper.finish_reason == "length"
 
     def _check(self) -> None:
         if self._sink.failure is not None:

@@ -144,7 +144,16 @@ class Ending:
         """The response's usage: earlier lives' (kept with the checkpoint resumed from) and this run's."""
         return self._usage.total()
 
-    async def finish(self, status: str, *, close_status: str, error: dict[str, Any] | None = None) -> None:
+    async def finish(
+        self,
+        status: str,
+        *,
+        close_status: str,
+        error: dict[str, Any] | None = None,
+        incomplete_details: dict[str, Any] | None = None,
+    ) -> None:
+        """End the response `status` (`incomplete`: the run ended but its reply was cut, as
+        `incomplete_details` says; otherwise like `completed`)."""
         spec = self._spec
         closed = self._pairing.close_open(close_status)
         for c in closed:
@@ -152,7 +161,8 @@ class Ending:
         now = time.time()
         output = await self._final_output()
         use = self.usage().body()
-        session = self._session_row(now) if status == "completed" else None
+        finished = status in ("completed", "incomplete")
+        session = self._session_row(now) if finished else None
         response = build_response(
             spec.request,
             response_id=spec.response_id,
@@ -161,13 +171,19 @@ class Ending:
             completed_at=int(now) if status == "completed" else None,
             output=output,
             error=error,
+            incomplete_details=incomplete_details,
             usage=use,
             conversation_id=spec.request.conversation_id,
         )
-        terminal = ev.response_completed(response) if status == "completed" else ev.response_failed(response)
+        if status == "completed":
+            terminal = ev.response_completed(response)
+        elif status == "incomplete":
+            terminal = ev.response_incomplete(response)
+        else:
+            terminal = ev.response_failed(response)
         self._sink.emit(terminal)
         with self.trace.committing("end", status=status):
-            await self._commit_end(spec, status, closed, session, error, use, now, output)
+            await self._commit_end(spec, status, closed, session, error, use, now, output, incomplete_details)
         self.status = status
 
     async def _commit_end(
@@ -180,8 +196,9 @@ class Ending:
         use: dict[str, Any],
         now: float,
         output: list[dict[str, Any]],
+        incomplete_details: dict[str, Any] | None = None,
     ) -> None:
-        pending = self._pending_rows(session) if status == "completed" else []
+        pending = self._pending_rows(session) if status in ("completed", "incomplete") else []
         await self._sink.commit(
             closed,
             checkpoint=session,
@@ -194,6 +211,7 @@ class Ending:
                 status=status,
                 completed_at=now if status == "completed" else None,
                 error=dumps(error) if error is not None else None,
+                incomplete_details=dumps(incomplete_details) if incomplete_details is not None else None,
                 usage=dumps(use),
             ),
         )

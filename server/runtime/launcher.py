@@ -172,6 +172,7 @@ class Launcher:
             pairing,
             build_agent=self._app.build,
             is_workflow=self._app.is_workflow,
+            reach=self._app.reach,
             yield_every=self._settings.yield_every,
             commit_lag=self._settings.commit_lag,
             meter=meter,

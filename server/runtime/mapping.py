@@ -100,6 +100,9 @@ class ItemMapper:
         self._current: dict[str, str] = {}
         self._serial = 0
         self.usage = StreamUsage()
+        # The finish reason of the latest model reply that had one ("length": cut at the token
+        # limit, so the response ends `incomplete`).
+        self.finish_reason: str | None = None
         # Requests (by call id or item id) this response already announced (recovery):
         # restoring a checkpoint re-emits every pending request, which must not become a
         # second item for the same request.
@@ -127,6 +130,9 @@ class ItemMapper:
         return bool(self._open)
 
     def feed(self, update: AgentResponseUpdate) -> None:
+        reason = update.finish_reason
+        if reason is not None:
+            self.finish_reason = str(getattr(reason, "value", reason))
         author = update.author_name or ""
         for content in update.contents or ():
             self._content(update, author, content)

@@ -206,4 +206,10 @@ class ResponseRun:
             )
 
     async def _end_completed(self) -> None:
+        if self._driver.truncated:
+            # The model's last reply was cut at the token limit: what it gave is kept.
+            await self._ending.finish(
+                "incomplete", close_status="completed", incomplete_details={"reason": "max_output_tokens"}
+            )
+            return
         await self._ending.finish("completed", close_status="completed")

@@ -241,7 +241,7 @@ def _responses_handler(state: FakeModelState) -> Callable[[Request], Any]:
                 body,
                 response_id=ids.response,
                 created_at=created,
-                status="completed",
+                status="incomplete" if reply.truncated else "completed",
                 output=output,
                 usage=reply.usage,
             )

@@ -30,7 +30,7 @@ def usage_json(usage: Usage) -> dict[str, Any]:
 
 
 def _finish_reason(reply: Reply) -> str:
-    return "tool_calls" if reply.calls else "stop"
+    return "length" if reply.truncated else "tool_calls" if reply.calls else "stop"
 
 
 def completion(

@@ -55,6 +55,13 @@ class Prompt:
     reasoning_requested: bool = False
     json_schema: Mapping[str, Any] | None = None
     include: tuple[str, ...] = field(default=())
+    # `json_object` response format (any JSON object will do).
+    json_object: bool = False
+    # "auto", "none", "required", or the name of the one function the model must call.
+    tool_choice: str = "auto"
+    forced_tool: str | None = None
+    # The token limit the request set (`max_output_tokens`, `max_completion_tokens`, `max_tokens`).
+    max_tokens: int | None = None
 
     @property
     def system_text(self) -> str:
@@ -207,7 +214,12 @@ def parse_chat(body: Mapping[str, Any]) -> Prompt:
     if isinstance(fmt, Mapping) and fmt.get("type") == "json_schema":
         schema = cast(Mapping[str, Any], (fmt.get("json_schema") or {}).get("schema") or {})
     effort = body.get("reasoning_effort")
+    choice, forced = _tool_choice(body.get("tool_choice"))
     return Prompt(
+        json_object=isinstance(fmt, Mapping) and fmt.get("type") == "json_object",
+        tool_choice=choice,
+        forced_tool=forced,
+        max_tokens=_max_tokens(body, "max_completion_tokens", "max_tokens"),
         api="chat",
         model=_model_of(body),
         stream=bool(body.get("stream")),
@@ -286,7 +298,12 @@ def parse_responses(body: Mapping[str, Any], history: Sequence[Mapping[str, Any]
     effort = reasoning.get("effort") if isinstance(reasoning, Mapping) else None
     instructions = body.get("instructions")
     include = body.get("include")
+    choice, forced = _tool_choice(body.get("tool_choice"))
     return Prompt(
+        json_object=isinstance(fmt, Mapping) and fmt.get("type") == "json_object",
+        tool_choice=choice,
+        forced_tool=forced,
+        max_tokens=_max_tokens(body, "max_output_tokens"),
         api="responses",
         model=_model_of(body),
         stream=bool(body.get("stream")),
@@ -298,3 +315,27 @@ def parse_responses(body: Mapping[str, Any], history: Sequence[Mapping[str, Any]
         json_schema=schema,
         include=tuple(str(i) for i in include) if isinstance(include, list) else (),
     )
+
+
+def _tool_choice(value: Any) -> tuple[str, str | None]:
+    """("auto" | "none" | "required", the forced function's name) of either API's `tool_choice`."""
+    if isinstance(value, str):
+        return (value if value in ("none", "required") else "auto"), None
+    if isinstance(value, Mapping):
+        kind = value.get("type")
+        if kind == "function":
+            nested = value.get("function")
+            name = nested.get("name") if isinstance(nested, Mapping) else value.get("name")
+            return "required", str(name) if name else None
+        if kind == "allowed_tools":
+            mode = value.get("mode")
+            return ("required" if mode == "required" else "auto"), None
+    return "auto", None
+
+
+def _max_tokens(body: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

@@ -2,8 +2,10 @@
 
 The streamed sequence is OpenAI's: response.created, response.in_progress, then per output item
 (reasoning, message, function calls, in that order) output_item.added, its parts and deltas (one
-per token), output_item.done, and response.completed carrying the usage. `sequence_number` counts
-from 0. Invariant: the items in response.completed equal the items the events built.
+per token), output_item.done, and response.completed carrying the usage (a reply cut by the
+token limit: its message `incomplete`, and response.incomplete with `incomplete_details.reason`
+`max_output_tokens`). `sequence_number` counts from 0. Invariant: the items in the terminal
+response equal the items the events built.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def output_items(reply: Reply, ids: Ids, include: tuple[str, ...]) -> list[dict[
             {
                 "id": ids.message,
                 "type": "message",
-                "status": "completed",
+                "status": "incomplete" if reply.truncated else "completed",
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}],
             }
@@ -95,10 +97,10 @@ def response_object(
         "completed_at": created_at if status == "completed" else None,
         "conversation": None,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
-        "max_tool_calls": None,
+        "max_tool_calls": body.get("max_tool_calls"),
         "metadata": body.get("metadata") or {},
         "model": body.get("model"),
         "output": output,
@@ -191,12 +193,13 @@ def events(
     for index, item in enumerate(items):
         for event, is_token in _item_events(item, index):
             yield numbered(event), is_token
+    status = "incomplete" if reply.truncated else "completed"
     final = response_object(
         body,
         response_id=ids.response,
         created_at=created_at,
-        status="completed",
+        status=status,
         output=items,
         usage=reply.usage,
     )
-    yield numbered({"type": "response.completed", "response": final}), False
+    yield numbered({"type": f"response.{status}", "response": final}), False

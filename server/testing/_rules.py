@@ -10,9 +10,17 @@ Rules, first match wins (the "latest user text" is the text of the last user mes
 5. A declared tool whose name is in the latest user text and that was not called since that
    message: a call to it, arguments filled from its JSON schema (`key=value` words in the user
    text override a top-level property). Several named tools: parallel calls, in the order named.
-6. A `json_schema` response format: a JSON object filled from the schema.
+   `tool_choice` is honoured: "none" calls no tool (rules 4 and 5 are skipped); a forced
+   function, or "required", calls that function (the first declared one) if no tool was
+   called since the latest user text.
+6. A `json_schema` response format: a JSON object filled from the schema; `json_object`:
+   `{"reply": "<latest user text, quoted as in 7>"}`.
 7. Otherwise text: `<who>: You said "<latest user text, first 24 tokens>"`, padded with filler
    tokens up to N when the user text contains `tokens=N`.
+A token limit in the request (`max_output_tokens`, `max_completion_tokens`, `max_tokens`) cuts
+the reply's text after that many tokens (and drops its calls): the reply is `truncated`, which the
+wire shows as OpenAI does (`finish_reason: "length"`; a Responses `incomplete` response with
+`incomplete_details.reason` `max_output_tokens`).
 `<who>` is the agent's name (the word after "You are" in the system text) or "assistant".
 Reasoning (a summary text, counted as reasoning tokens) is added when the request asks for it
 (`reasoning` / `reasoning_effort`) or the latest user text has the word "think".
@@ -21,6 +29,7 @@ Tokens are `TOKEN_RE` pieces (each keeps its leading space); usage counts them d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -121,6 +130,7 @@ class Reply:
     reasoning: str = ""
     error: ModelError | None = None
     usage: Usage = Usage()
+    truncated: bool = False
 
 
 def tokens(text: str) -> list[str]:
@@ -233,8 +243,16 @@ def _tool_result_reply(prompt: Prompt, who: str) -> str:
 
 
 def _planned_calls(prompt: Prompt, me: str | None) -> tuple[PlannedCall, ...]:
+    if prompt.tool_choice == "none":
+        return ()
     text = prompt.latest_user_text
     called = {c.name for c in prompt.calls_since_latest_user()}
+    if prompt.tool_choice == "required" and not called:
+        forced = [t for t in prompt.tools if t.name == prompt.forced_tool or prompt.forced_tool is None]
+        if forced:
+            overrides = dict(_OVERRIDE_RE.findall(text))
+            arguments = json.dumps(fill_schema(forced[0].parameters, overrides), separators=(",", ":"))
+            return (PlannedCall(forced[0].name, arguments),)
     handoffs: list[ToolSpec] = [
         t
         for t in prompt.tools
@@ -291,10 +309,15 @@ def reply_for(prompt: Prompt) -> Reply:
         text = ""
     elif prompt.json_schema is not None:
         text = json.dumps(fill_schema(prompt.json_schema))
+    elif prompt.json_object:
+        text = json.dumps({"reply": _quote(latest)})
     else:
         text = _text_reply(prompt, who)
     reasoning = ""
     if prompt.reasoning_requested or _THINK_RE.search(latest):
         reasoning = f'Thinking about "{_quote(latest)}" step by step.'
-    reply = Reply(text=text, calls=calls, reasoning=reasoning)
-    return Reply(text=text, calls=calls, reasoning=reasoning, usage=_usage(prompt, reply))
+    truncated = False
+    if prompt.max_tokens is not None and len(tokens(text)) + len(calls) > prompt.max_tokens:
+        text, calls, truncated = "".join(tokens(text)[: prompt.max_tokens]), (), True
+    reply = Reply(text=text, calls=calls, reasoning=reasoning, truncated=truncated)
+    return dataclasses.replace(reply, usage=_usage(prompt, reply))

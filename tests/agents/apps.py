@@ -32,6 +32,8 @@ from agent_framework_orchestrations import (
     SequentialBuilder,
 )
 
+from durable_responses.examples.echo import echo
+
 FAKE_MODEL_URL_ENV = "FAKE_MODEL_URL"
 FAKE_MODEL_API_ENV = "FAKE_MODEL_API"
 TOOL_LOG_ENV = "AGENT_TOOL_LOG"
@@ -50,6 +52,13 @@ def lookup_order(order_id: str) -> str:
     """Look up an order's status."""
     _log_tool("lookup_order", order_id=order_id)
     return f"order {order_id} shipped on 2026-11-30"
+
+
+@tool
+def track_parcel(order_id: str) -> str:
+    """Track an order's parcel."""
+    _log_tool("track_parcel", order_id=order_id)
+    return f"parcel of {order_id} is in Lyon"
 
 
 @tool(approval_mode="always_require")
@@ -91,6 +100,16 @@ def _agent(name: str, role: str, tools: Sequence[FunctionTool] = (), **kwargs: A
 def tool_agent() -> Agent:
     """An agent with a tool it runs itself: say `lookup_order order_id=A1`."""
     return _agent("assistant", "a shop assistant who looks orders up", [lookup_order])
+
+
+def shop_agent() -> Agent:
+    """An agent with two tools it runs itself: say `lookup_order and track_parcel order_id=A1`."""
+    return _agent("assistant", "a shop assistant", [lookup_order, track_parcel])
+
+
+def no_agents() -> Workflow:
+    """A workflow without agents (the echo example): no model takes request options."""
+    return echo()
 
 
 def approval_agent() -> Agent:

@@ -383,3 +383,35 @@ def test_a_tool_result_without_its_call_is_refused_as_openai_does(fake: FakeMode
             )
     assert "tool" in caught.value.message.lower()
     assert len(fake.refused) == refused + 1 and fake.refused[-1].api == api
+
+
+def test_token_limit_tool_choice_and_json_object_are_honoured(fake: FakeModel) -> None:
+    """A token limit cuts the reply as OpenAI does (chat: `finish_reason: "length"`; Responses:
+    an `incomplete` response, reason `max_output_tokens`, streamed as `response.incomplete`);
+    `tool_choice: "none"` calls no tool, a forced function is called; `json_object` gives JSON;
+    every request is in the log as sent."""
+    sdk = openai.OpenAI(base_url=fake.base_url, api_key="k", max_retries=0)
+    mark = fake.mark()
+    chat = sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hello tokens=40"}], max_completion_tokens=8
+    )
+    assert chat.choices[0].finish_reason == "length" and chat.usage is not None
+    assert chat.usage.completion_tokens == 8
+    cut = sdk.responses.create(model="m", input="hello tokens=40", max_output_tokens=8, temperature=0.2)
+    assert cut.status == "incomplete" and cut.incomplete_details is not None
+    assert cut.incomplete_details.reason == "max_output_tokens"
+    with sdk.responses.stream(model="m", input="hello tokens=40", max_output_tokens=8) as stream:
+        assert [e.type for e in stream][-1] == "response.incomplete"
+    tools: Any = [{"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}]
+    none = sdk.responses.create(model="m", input="lookup please", tools=tools, tool_choice="none")
+    assert [o.type for o in none.output] == ["message"]
+    forced = sdk.responses.create(
+        model="m", input="hi", tools=tools, tool_choice={"type": "function", "name": "lookup"}
+    )
+    assert [o.type for o in forced.output] == ["function_call"]
+    as_json = sdk.responses.create(model="m", input="hi there", text={"format": {"type": "json_object"}})
+    assert json.loads(as_json.output_text) == {"reply": "hi there"}
+    logged = [c.request for c in fake.calls_since(mark)]
+    assert logged[0]["max_completion_tokens"] == 8
+    assert logged[1]["max_output_tokens"] == 8 and logged[1]["temperature"] == 0.2
+    assert logged[3]["tool_choice"] == "none"
