@@ -157,7 +157,7 @@ _GROUPS = (
     ("ours (`server/`)", ("server/",)),
     ("agent-framework", ("agent_framework",)),
     ("the event loop and threads (asyncio, concurrent, contextvars)", ("asyncio", "concurrent", "context")),
-    ("HTTP (uvicorn, starlette, sse-starlette, anyio)", ("uvicorn", "starlette", "sse_starlette", "anyio")),
+    ("HTTP (uvicorn, starlette, anyio)", ("uvicorn", "starlette", "anyio")),
     ("the app (bench/apps.py)", ("bench",)),
 )
 
