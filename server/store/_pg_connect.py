@@ -207,7 +207,7 @@ class PgConnector:
                 )
             elif "rejected ssl" in text or "does not support ssl" in text:
                 advice = "the server (or pooler) offers no TLS: enable ssl there, or lower sslmode"
-        return DatabaseUnavailable(exc.reason, detail, advice=advice)
+        return DatabaseUnavailable(exc.reason, detail, advice=advice, message=exc.message)
 
     async def transaction_pooled(self) -> bool:
         """Probe (once) whether consecutive transactions of one connection may run on different

@@ -65,6 +65,9 @@ def test_database_restart_under_load(
     sc.metric("database down", fmt_s(back - fault_start))
     progress = pg_watch.wait_progress(baseline, since=back, timeout=10)
     check_disruption(sc, "database back", progress, active, target=RESUME_TARGET, all_within=2.0)
+    # Issue 39: a PostgreSQL shutting down is said as such, not as "too many connections".
+    crowded = [ln for scan in logs.scans() for ln in scan.grep(r"too many connections|POOL_SIZE")]
+    sc.expect(not crowded, "a shutdown was logged as too many connections", str(crowded[:2]))
     conclude(
         sc,
         load=load,

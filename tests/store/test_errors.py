@@ -138,6 +138,14 @@ def test_a_connection_the_database_ended_is_unavailable_with_its_own_advice() ->
     assert stopping is not None and stopping.reason is Unavailable.REFUSED
     assert "shutting down" in stopping.log_text() and "POOL_SIZE" not in stopping.log_text()
     assert "too many" not in stopping.message
+    # As the connector words it (the target in front of the driver's words): the message kept.
+    from durable_responses.store._engine import normalize_url
+    from durable_responses.store._pg_connect import PgConnector
+
+    explained = PgConnector(normalize_url("postgresql://u@h/db"))._explain(stopping)
+    assert "too many" not in explained.message and "shutting down" in explained.log_text(), (
+        explained.log_text()
+    )
     crowded = classify(asyncpg.TooManyConnectionsError("sorry, too many clients already"))
     assert crowded is not None and "POOL_SIZE" in crowded.log_text()
     # A value the driver cannot encode is about the request: still not "unavailable".
