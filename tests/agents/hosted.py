@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,13 +33,13 @@ from tests.agents import apps
 from tests.schema_validator import validate_event, validate_response
 from tests.support.inprocess import InProcessServer
 from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.responses import wait_terminal
 from tests.support.sse import TERMINAL_EVENT_TYPES, check_sequence, iter_frames, parse_sse
 
 APIS = ["chat", "responses"]
 DIALECTS = ["sqlite", "postgresql"]
 # Servers that recover nothing need not look for work twice a second.
 QUIET = {"DURABLE_RESPONSES_RECOVERY_INTERVAL": "5"}
-TERMINAL = {"completed", "failed", "cancelled", "incomplete"}
 # Words that only the framework's internal envelopes carry: a client must never see them.
 INTERNALS = (
     "request_info",
@@ -373,17 +372,6 @@ def background_turn(tee: Tee, fake: FakeModel, timeout: float = 60, **kwargs: An
     created = tee.client.responses.create(background=True, **kwargs)
     wait_terminal(tee.client, created.id, timeout)
     return finish_turn(tee, fake, mark, created.id, tee.replay(created.id))
-
-
-def wait_terminal(client: OpenAI, rid: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        response = client.responses.retrieve(rid)
-        if response.status in TERMINAL:
-            return response
-        if time.monotonic() > deadline:
-            raise AssertionError(f"response {rid} still {response.status} after {timeout}s")
-        time.sleep(0.05)
 
 
 def approval_answer(request_id: str, approve: bool, reason: str | None = None) -> list[dict[str, Any]]:

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from durable_responses.testing import FakeModel
+from tests.support.responses import wait_terminal
 from tests.support.servers import ServerProcess
 from tests.support.sse import check_sequence, iter_frames, stream_events
-from tests.support.waits import wait_until
 
 pytestmark = pytest.mark.crash
 
@@ -58,12 +58,8 @@ def test_usage_after_recovery_counts_both_lives(database_url: str, tmp_path: Pat
         ).start()
         try:
             client = second.client()
-            wait_until(
-                lambda: client.responses.retrieve(rid).status == "completed",
-                60,
-                message="the recovered response",
-            )
-            final = client.responses.retrieve(rid)
+            final = wait_terminal(client, rid, 60)
+            assert final.status == "completed", final
             check_sequence(stream_events(second.base_url, rid), label=rid)
         finally:
             second.kill()
@@ -99,13 +95,7 @@ def test_a_foreground_response_ended_by_recovery_keeps_its_usage(database_url: s
         ).start()
         try:
             client = second.client()
-            final = wait_until(
-                lambda: (
-                    (r := client.responses.retrieve(rid)).status in ("completed", "failed", "cancelled") and r
-                ),
-                60,
-                message="recovery ending the foreground response",
-            )
+            final = wait_terminal(client, rid, 60)
             events = stream_events(second.base_url, rid)
         finally:
             second.kill()

@@ -25,8 +25,10 @@ from durable_responses.service import StartupError, prepare
 from durable_responses.settings import Settings
 from tests.support.inprocess import TEST_ENV, InProcessServer
 from tests.support.pgserver import OwnPostgres
+from tests.support.responses import wait_status, wait_terminal
 from tests.support.servers import ServerProcess
 from tests.support.sse import check_sequence, stream_events
+from tests.support.waits import wait_for_value
 
 from .conftest import migrate, require_pgbouncer
 from .pgbouncer import PgBouncer, PoolMode
@@ -58,16 +60,6 @@ def _settings(url: str) -> Settings:
 
 def _ticks(response: Any) -> list[str]:
     return [c.text for item in response.output if item.type == "message" for c in item.content]
-
-
-def _wait_terminal(client: Any, rid: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        r = client.responses.retrieve(rid)
-        if r.status in ("completed", "failed", "cancelled", "incomplete"):
-            return r
-        assert time.monotonic() < deadline, f"{rid} still {r.status}"
-        time.sleep(0.1)
 
 
 def test_two_replicas_through_pgbouncer(
@@ -115,17 +107,23 @@ def test_two_replicas_through_pgbouncer(
 
         # cancel, asked of B, of a response A runs
         long = client_a.responses.create(model="m", input="100 delay=0.05", background=True)
-        time.sleep(0.3)
+        wait_status(b, long.id, ["in_progress"])
         cancelled = client_b.responses.cancel(long.id)
         assert cancelled.status == "cancelled"
         check_sequence(stream_events(b.base_url, long.id), label="cancelled")
 
         # kill -9 of A mid-response: B resumes it once A's lease expires
         victim = client_a.responses.create(model="m", input="12 delay=0.1", background=True)
-        time.sleep(0.5)
-        assert client_b.responses.retrieve(victim.id).status == "in_progress"
+        # Killed mid-run: once A has committed some of its ticks, long before the last.
+        running = wait_for_value(
+            lambda: client_b.responses.retrieve(victim.id),
+            lambda r: r.status != "queued" and len(r.output) >= 2,
+            30,
+            message="the victim's first ticks",
+        )
+        assert running.status == "in_progress", running
         a.kill()
-        done = _wait_terminal(client_b, victim.id)
+        done = wait_terminal(client_b, victim.id, 30)
         assert done.status == "completed", done
         assert _ticks(done) == [f"tick {n}" for n in range(12, -1, -1)]
         check_sequence(stream_events(b.base_url, victim.id), label="recovered")

@@ -167,6 +167,8 @@ async def store_factory(db_url: str) -> AsyncIterator[StoreFactory]:
                 if store.cross_process_wakeups:
                     break
                 await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("LISTEN did not connect within 5 s")
         return store
 
     try:

@@ -17,6 +17,9 @@ from typing import Any
 
 from openai import OpenAI
 
+from tests.support import db
+from tests.support.waits import wait_for_value
+
 SECRET = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
@@ -110,3 +113,28 @@ class Receiver:
             "DURABLE_RESPONSES_WEBHOOK_POLL_SECONDS": "0.2",
             **extra,
         }
+
+
+def webhook_rows(database_url: str) -> list[tuple[str, str, str, int]]:
+    """Every webhook delivery the database holds: (response id, event type, status, attempts),
+    in the order the events were made."""
+    rows = db.query(
+        database_url,
+        "SELECT e.response_id, e.type, d.status, d.attempts FROM webhook_events AS e"
+        " JOIN webhook_deliveries AS d ON d.event_id = e.id ORDER BY e.created_at, e.id",
+    )
+    return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
+
+
+def wait_settled(database_url: str, n: int, timeout: float = 30) -> list[tuple[str, str, str, int]]:
+    """Wait until the database holds `n` webhook deliveries and none is pending; returns them.
+    A delivery is attempted only while it is pending (its attempt holds its lease until the
+    outcome is recorded): once none is, nothing more is sent. This is what a test waits on
+    instead of leaving room for a wrong extra delivery."""
+    rows: list[tuple[str, str, str, int]] = wait_for_value(
+        lambda: webhook_rows(database_url),
+        lambda rs: len(rs) >= n and all(r[2] != "pending" for r in rs),
+        timeout,
+        message=f"{n} webhook deliveries, none pending",
+    )
+    return rows

@@ -9,15 +9,15 @@ carrying the call to answer; an approval-gated tool sends the action event carry
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from tests.support import db
 from tests.support.inprocess import InProcessServer
+from tests.support.responses import wait_terminal
 
-from .receiver import Delivery, Receiver
+from .receiver import Delivery, Receiver, wait_settled
 
 APPROVAL = "durable_responses.examples.approval:approval"
 TOOLS = "durable_responses.examples.tools:tools_agent"
@@ -31,16 +31,6 @@ def receiver() -> Iterator[Receiver]:
     r.stop()
 
 
-def _wait_status(client: Any, rid: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        response = client.responses.retrieve(rid)
-        if response.status not in ("queued", "in_progress"):
-            return response
-        time.sleep(0.05)
-    raise AssertionError(f"{rid} still running")
-
-
 def _of(got: list[Delivery], rid: str) -> dict[str, Delivery]:
     mine = [d for d in got if d.event.data.id == rid]
     by_type = {d.event.type: d for d in mine}
@@ -52,7 +42,7 @@ def test_a_paused_workflow_sends_the_call_to_answer(database_url: str, receiver:
     with InProcessServer(database_url, APPROVAL, env=receiver.env()) as srv:
         client = srv.client()
         paused = client.responses.create(model="any", input="ship order 7", background=True)
-        done = _wait_status(client, paused.id)
+        done = wait_terminal(client, paused.id)
         (call,) = [i for i in done.output if i.type == "function_call"]
         got = _of(receiver.wait_for(2), paused.id)
         assert set(got) == {"response.completed", ACTION}
@@ -69,11 +59,13 @@ def test_a_paused_workflow_sends_the_call_to_answer(database_url: str, receiver:
             input=[{"type": "function_call_output", "call_id": call.call_id, "output": "approve"}],
             background=True,
         )
-        final = _wait_status(client, answer.id)
+        final = wait_terminal(client, answer.id)
         assert final.status == "completed", final.error
         assert "Completed with decision: approve" in final.output_text
+        # Three webhook events in all, none pending: no fourth delivery can come.
+        settled = wait_settled(database_url, 3)
         receiver.wait_for(3)
-        time.sleep(0.5)  # room for a wrong fourth delivery to arrive
+    assert [kind for _r, kind, _s, _a in settled] == ["response.completed", ACTION, "response.completed"]
     assert set(_of(receiver.deliveries, answer.id)) == {"response.completed"}
     assert len(receiver.deliveries) == 3 and not receiver.refused
 
@@ -82,7 +74,7 @@ def test_an_approval_gated_tool_sends_the_request_to_approve(database_url: str, 
     with InProcessServer(database_url, TOOLS, env=receiver.env()) as srv:
         client = srv.client()
         r = client.responses.create(model="any", input="refund_payment order_id=A1 amount=5", background=True)
-        done = _wait_status(client, r.id)
+        done = wait_terminal(client, r.id)
         (request,) = [i for i in done.output if i.type == "mcp_approval_request"]
         got = _of(receiver.wait_for(2), r.id)
         assert set(got) == {"response.completed", ACTION}
@@ -98,5 +90,6 @@ def test_a_foreground_pause_sends_nothing(database_url: str, receiver: Receiver)
         client = srv.client()
         paused = client.responses.create(model="any", input="ship order 8")
         assert any(i.type == "function_call" for i in paused.output)
-        time.sleep(1.0)  # several poll periods of the delivery loop (0.2 s)
+        # Its end committed before the answer, with no webhook event: nothing can be delivered.
+        assert db.query(database_url, "SELECT id FROM webhook_events") == []
     assert receiver.attempts == 0

@@ -3,7 +3,6 @@ matched here one test per row of the table in deploy/README.md."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,8 @@ import yaml
 
 from durable_responses.settings import Settings
 from tests.support.inprocess import InProcessServer
+from tests.support.responses import wait_status
+from tests.support.waits import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,9 +103,7 @@ def test_status_codes_for_the_same_mistakes(srv: InProcessServer) -> None:
         httpx.post(f"{base}/{foreground}/cancel").status_code == 400
     )  # "Cannot cancel a synchronous response."
     done = _post(srv, {"input": "1 delay=0", "background": True}).json()["id"]
-    deadline = time.monotonic() + 10
-    while httpx.get(f"{base}/{done}").json()["status"] != "completed" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_status(srv, done, timeout=10)["status"] == "completed"
     cancel_done = httpx.post(f"{base}/{done}/cancel")
     assert cancel_done.status_code == 400 and "Cannot cancel a completed response" in cancel_done.text
     running = _post(srv, {"input": "30 delay=0.2", "background": True}).json()["id"]
@@ -132,7 +131,7 @@ def test_shutting_down_is_503(tmp_path: Path) -> None:
     with InProcessServer(f"sqlite:///{tmp_path}/d.db") as s:
         assert s._loop is not None
         s._loop.call_soon_threadsafe(s.service.host.begin_shutdown)
-        time.sleep(0.2)
+        wait_until(lambda: not s.service.host.registry.accepting, 10, message="the host draining")
         r = httpx.post(f"{s.base_url}/v1/responses", json={"input": "hi"})
         assert r.status_code == 503 and r.json()["error"]["code"] == "unavailable"
 

@@ -10,7 +10,6 @@ delivers after a restart; two replicas deliver each event exactly once when noth
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,10 @@ import pytest
 
 from durable_responses.store import Store
 from tests.support.inprocess import InProcessServer
+from tests.support.responses import wait_status, wait_terminal
+from tests.support.waits import wait_for_value, wait_until
 
-from .receiver import Receiver
+from .receiver import Receiver, wait_settled
 
 
 @pytest.fixture
@@ -28,16 +29,6 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver().start()
     yield r
     r.stop()
-
-
-def _wait_status(client: Any, rid: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = str(client.responses.retrieve(rid).status)
-        if status not in ("queued", "in_progress"):
-            return status
-        time.sleep(0.05)
-    raise AssertionError(f"{rid} still running")
 
 
 def _deliveries(database_url: str, rid: str) -> list[Any]:
@@ -58,11 +49,16 @@ def test_each_end_sends_its_signed_event(database_url: str, receiver: Receiver) 
         client = srv.client()
         done = client.responses.create(model="any", input="2 delay=0", background=True)
         slow = client.responses.create(model="any", input="50 delay=0.2", background=True)
-        time.sleep(0.3)
+        wait_status(srv, slow.id, ["in_progress"])
         client.responses.cancel(slow.id)
-        client.responses.create(model="any", input="1 delay=0")  # foreground: no webhook
+        foreground = client.responses.create(model="any", input="1 delay=0")  # no webhook
+        assert foreground.status == "completed"
+        # The foreground end committed before its answer, without a webhook event: two in all.
+        settled = wait_settled(database_url, 2)
         got = receiver.wait_for(2)
-        time.sleep(0.5)
+    assert sorted((rid, kind) for rid, kind, _s, _a in settled) == sorted(
+        [(done.id, "response.completed"), (slow.id, "response.cancelled")]
+    )
     by_response = {d.event.data.id: d for d in got}
     assert len(got) == 2 and set(by_response) == {done.id, slow.id}, [d.body for d in got]
     assert by_response[done.id].event.type == "response.completed"
@@ -81,7 +77,7 @@ def test_failed_response_and_a_receiver_failing_three_times(database_url: str) -
         with InProcessServer(database_url, "tests.surface.apps:failing", env=receiver.env()) as srv:
             client = srv.client()
             r = client.responses.create(model="any", input="x", background=True)
-            assert _wait_status(client, r.id) == "failed"
+            assert wait_terminal(client, r.id, 30).status == "failed"
             (d,) = receiver.wait_for(1)
         assert d.event.type == "response.failed" and d.event.data.id == r.id
         assert receiver.attempts == 4
@@ -99,11 +95,18 @@ def test_a_delivery_that_never_succeeds_ends_failed_and_says_so(
     try:
         with InProcessServer(database_url, "durable_responses.examples.echo:echo", env=env) as srv:
             r = srv.client().responses.create(model="any", input="hi", background=True)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and receiver.attempts < 2:
-                time.sleep(0.05)
-            time.sleep(0.5)
-        (state,) = _deliveries(database_url, r.id)
+            (state,) = wait_for_value(
+                lambda: _deliveries(database_url, r.id),
+                lambda states: [s.status for s in states] == ["failed"],
+                20,
+                message="the delivery ended failed",
+            )
+            wait_until(
+                lambda: any("failed for good after 2 attempts" in rec.getMessage() for rec in caplog.records),
+                10,
+                message="the error logged",
+            )
+        assert receiver.attempts == 2
         assert state.status == "failed" and state.attempts == 2 and state.last_error == "HTTP 500"
         assert any("failed for good after 2 attempts" in rec.getMessage() for rec in caplog.records)
     finally:
@@ -147,8 +150,11 @@ def test_two_replicas_deliver_each_event_exactly_once(pg_database_url: str, rece
         for i in range(10):
             client = (a if i % 2 else b).client()
             ids.append(client.responses.create(model="any", input=f"n{i}", background=True).id)
+        settled = wait_settled(pg_database_url, 10)
         got = receiver.wait_for(10)
-        time.sleep(1.5)  # time for a duplicate (several polls of both replicas) to show up
+    # Each delivery was attempted once (a second replica's attempt would count) and none is
+    # pending: nothing more can be sent.
+    assert [(status, attempts) for _r, _t, status, attempts in settled] == [("delivered", 1)] * 10
     assert sorted(d.event.data.id for d in receiver.deliveries) == sorted(ids)
     assert len({d.webhook_id for d in receiver.deliveries}) == len(receiver.deliveries) == len(got) == 10
     assert receiver.attempts == 10 and not receiver.refused
