@@ -28,7 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="durable-responses", description=__doc__)
     sub = p.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the server")
-    serve.add_argument("--app", help="MODULE:ATTR of a zero-argument factory (env DURABLE_RESPONSES_APP)")
+    serve.add_argument(
+        "--app",
+        action="append",
+        help="MODULE:ATTR of a zero-argument factory, or NAME=MODULE:ATTR; repeat it to host several apps, "
+        "which requests pick by model (env DURABLE_RESPONSES_APP, comma-separated)",
+    )
     serve.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
     serve.add_argument("--host", help="interface to bind (env HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (env PORT, default 8088)")
@@ -80,7 +85,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     runtime = settings.runtime
     settings.runtime = type(runtime).from_env(
         None,
-        app=args.app,
+        app=",".join(args.app) if args.app else None,
         delivery=args.delivery,
         checkpoint_types=(*runtime.checkpoint_types, *args.allow_checkpoint_type),
     )
@@ -216,7 +221,7 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     switch_interval_ms = settings.process.switch_interval_ms
     log.info(
         "serving %s on http://%s:%s with %s (%s delivery, event loop: %s, GIL switch interval: %g ms)",
-        app.spec,
+        ", ".join(a.spec if n == a.name else f"{n}={a.spec}" for n, a in app),
         http.host,
         http.port,
         redact_url(settings.store.database_url),

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 
 from .http.app import create_app
 from .runtime._af_private import check_compatibility, quiet_repeated_build_warnings
-from .runtime.apps import AppError, HostedApp
+from .runtime.apps import AppError, HostedApp, load_apps
 from .runtime.host import Host
 from .settings import Settings
 from .store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url
@@ -40,12 +40,13 @@ class Service:
     app: Starlette
 
 
-def prepare(settings: Settings) -> HostedApp:
-    """Check the framework, load the app, bring the schema up to date (SQLite) or check it."""
+def prepare(settings: Settings) -> list[tuple[str, HostedApp]]:
+    """Check the framework, load the apps (each with its name), bring the schema up to date
+    (SQLite) or check it."""
     try:
         check_compatibility()
         quiet_repeated_build_warnings()
-        app = HostedApp.load(settings.runtime.app)
+        app = load_apps(settings.runtime.app)
         url = settings.store.database_url
         if normalize_url(url).get_backend_name() == "sqlite":
             upgrade(url)
@@ -57,7 +58,7 @@ def prepare(settings: Settings) -> HostedApp:
     return app
 
 
-def build(settings: Settings, app: HostedApp | None = None) -> Service:
+def build(settings: Settings, app: HostedApp | list[tuple[str, HostedApp]] | None = None) -> Service:
     """The store, host and ASGI app for `settings` (the app's lifespan starts and stops the host)."""
     hosted = app if app is not None else prepare(settings)
     store = Store.open(

@@ -40,29 +40,37 @@ def not_offered(what: str, hint: str) -> errors.ProtocolError:
 def surface_routes(host: Host, kit: Kit, *, model_id: str) -> list[BaseRoute]:
     started = int(time.time())
 
-    def model() -> dict[str, Any]:
+    def models() -> dict[str, dict[str, Any]]:
         # Beside OpenAI's fields: the app's kind and the JSON schema of its input, from which a
-        # client (or the operator view) can build a form.
+        # client (or the operator view) can build a form. One app: the one model `model_id`;
+        # several: one model per app, by the name requests pick it by.
+        lanes = host.lanes
+        named = [(lane.name, lane.app) for lane in lanes] if lanes.several else [(model_id, host.app)]
         return {
-            "id": model_id,
-            "object": "model",
-            "created": started,
-            "owned_by": "durable-responses",
-            **host.app.describe(),
+            name: {
+                "id": name,
+                "object": "model",
+                "created": started,
+                "owned_by": "durable-responses",
+                **app.describe(),
+            }
+            for name, app in named
         }
 
     async def list_models(request: Request) -> Response:
         kit.user_of(request)  # authenticated like every route
-        return JSONResponse({"object": "list", "data": [model()]})
+        return JSONResponse({"object": "list", "data": list(models().values())})
 
     async def get_model(request: Request) -> Response:
         kit.user_of(request)
         wanted = request.path_params["model_id"]
-        if wanted != model_id:
+        known = models()
+        if wanted not in known:
+            names = ", ".join(f"'{n}'" for n in known)
             raise errors.not_found(
-                f"The model '{wanted[:128]}' does not exist; this host serves '{model_id}'.", param="model"
+                f"The model '{wanted[:128]}' does not exist; this host serves {names}.", param="model"
             )
-        return JSONResponse(model())
+        return JSONResponse(known[wanted])
 
     async def compact(request: Request) -> Response:
         user = kit.user_of(request)

@@ -107,6 +107,7 @@ def _histogram(name: str, doc: str, buckets: Sequence[float], labels: Sequence[s
 RESPONSES_CREATED = _counter(
     "creations", "Responses created by this replica, by mode (background, stream, json, unstored).", ["mode"]
 )
+APP_CREATIONS = _counter("app_creations", "Responses created by this replica, by hosted app.", ["app"])
 RESPONSES_ENDED = _counter(
     "responses", "Responses whose end this replica recorded, by final status.", ["status"]
 )

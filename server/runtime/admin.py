@@ -95,6 +95,7 @@ class Admin:
             "app": host.app.name,
             # What the app takes (its kind and its input's JSON schema), as GET /v1/models shows.
             "app_input": host.app.describe(),
+            "apps": list(host.lanes.names),
             "delivery": host.settings.delivery.value,
             "admin": scope is None,
             "user_id": scope,

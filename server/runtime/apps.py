@@ -248,6 +248,32 @@ def functional_types(workflow: FunctionalWorkflow) -> set[str]:
     return found
 
 
+def load_apps(spec: str | None) -> list[tuple[str, HostedApp]]:
+    """The apps of `--app` / `DURABLE_RESPONSES_APP`: comma-separated `MODULE:ATTR` or
+    `NAME=MODULE:ATTR` entries, each with the name requests pick it by (`model`); an entry
+    without a name is called by its agent's or workflow's name."""
+    entries = [e.strip() for e in (spec or DEFAULT_APP).split(",") if e.strip()] or [DEFAULT_APP]
+    apps: list[tuple[str, HostedApp]] = []
+    for entry in entries:
+        name, sep, target = entry.partition("=")
+        if not sep:
+            name, target = "", entry
+        name = name.strip()
+        if sep and (not name or any(ch.isspace() for ch in name)):
+            raise AppError(f"--app {entry!r}: the name before '=' must be a word without spaces")
+        app = HostedApp.load(target.strip())
+        apps.append((name or str(app.name), app))
+    seen: set[str] = set()
+    for name, _ in apps:
+        if name in seen:
+            raise AppError(
+                f"two apps are called {name!r}; name each with --app NAME=MODULE:ATTR (for example "
+                f"--app {name}2=...)"
+            )
+        seen.add(name)
+    return apps
+
+
 def _type_key(t: type) -> str | None:
     module = getattr(t, "__module__", "") or ""
     if module in _ADMITTED_MODULES or module.startswith(_ADMITTED_PREFIXES):

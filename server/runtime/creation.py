@@ -29,9 +29,8 @@ from ..protocol.response import build_response
 from ..protocol.sse import dumps
 from ..store import DuplicateResponse, EventRow, InputItemRow, ResponseRow, Store, Subscription
 from ._offload import for_input
-from .continuation import Continuations
 from .conversations import ConversationService
-from .launcher import Launcher
+from .lanes import Lane, Lanes
 from .memory import MemorySink
 from .plan import RunSpec, lineage_for
 from .registry import RunRegistry
@@ -70,18 +69,16 @@ class Creator:
         self,
         store: Store,
         registry: RunRegistry,
-        launcher: Launcher,
-        continuations: Continuations,
+        lanes: Lanes,
         conversations: ConversationService,
         settings: RuntimeSettings,
     ) -> None:
         self.store = store
         self.registry = registry
-        self.launcher = launcher
-        self.continuations = continuations
+        self.lanes = lanes
         self.conversations = conversations
         self.settings = settings
-        self.owner = launcher.owner
+        self.owner = lanes.default.launcher.owner
         self.turns = Turns(store, registry, settings.double_texting_wait_seconds)
 
     async def create(
@@ -104,9 +101,10 @@ class Creator:
                 "(DURABLE_RESPONSES_MAX_INFLIGHT); retry shortly or on another replica.",
                 retry_after=1.0,
             )
+        lane = self.lanes.pick(req.model)
         # The request as the run applies it (what the response echoes): options this app cannot
         # honour are refused here, those it ignores set to null (`run_options`).
-        req = applied(req, self.continuations.app.reach)
+        req = applied(req, lane.app.reach)
         rid = response_id or new_response_id()
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
         encoded = await for_input(len(req.input_items), _encode_sync, req, rid)
@@ -128,7 +126,7 @@ class Creator:
         # Items added to the conversation by hand since its last turn begin this turn's input.
         added = await self.conversations.take(user_id, req, rid)
         if not added:
-            return await self._create(user_id, req, rid, encoded)
+            return await self._create(lane, user_id, req, rid, encoded)
         client_hash = encoded.request_hash  # a retry is the same request without them
         req = dataclasses.replace(encoded.request, input_items=[*added, *encoded.request.input_items])
         encoded = dataclasses.replace(
@@ -136,24 +134,34 @@ class Creator:
         )
         created = False
         try:
-            result = await self._create(user_id, req, rid, encoded)
+            result = await self._create(lane, user_id, req, rid, encoded)
             created = True
             return result
         finally:
             if not created and req.store:
                 await self.conversations.give_back(rid)
 
-    async def _create(self, user_id: str, req: CreateRequest, rid: str, encoded: _Encoded) -> Created:
-        prev = await self.continuations.check(user_id, req)
+    async def _create(
+        self, lane: Lane, user_id: str, req: CreateRequest, rid: str, encoded: _Encoded
+    ) -> Created:
+        continuations, launcher = lane.continuations, lane.launcher
+        prev = await continuations.check(user_id, req)
+        if prev is not None and self.lanes.several and prev.app != lane.name:
+            raise errors.bad_request(
+                f"Response '{prev.id}' was made by the app '{prev.app}', not '{lane.name}'; continue it "
+                f"with model '{prev.app}'.",
+                param="model",
+                code="model_mismatch",
+            )
         req = encoded.request
         now = time.time()
         answered: str | None = None
         if prev is not None and req.store:
-            answered = await self.continuations.answer_pending(user_id, prev, req, rid)
+            answered = await continuations.answer_pending(user_id, prev, req, rid)
         if not req.store:
-            return await self._create_in_memory(user_id, req, rid, now)
+            return await self._create_in_memory(lane, user_id, req, rid, now)
         status = "queued" if req.background else "in_progress"
-        trace, trace_context = self.launcher.telemetry.first_life(
+        trace, trace_context = launcher.telemetry.first_life(
             rid, delivery=self.settings.delivery.value, background=req.background
         )
         row = ResponseRow(
@@ -171,7 +179,7 @@ class Creator:
             request_hash=encoded.request_hash,
             lease_owner=self.owner,
             lease_expires_at=now + self.store.lease_seconds,
-            app=self.launcher.app_name,
+            app=launcher.app_name,
             created_by=self.owner,
             trace_context=trace_context,
         )
@@ -186,7 +194,7 @@ class Creator:
         # tail (no read back of the rows just written).
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
-            plan = await self.continuations.plan(user_id, req, rid)
+            plan = await continuations.plan(user_id, req, rid)
             with trace.committing("create"):
                 await self.store.insert_response(row, encoded.input_rows, events)
         except BaseException as exc:
@@ -209,9 +217,10 @@ class Creator:
             lineage=lineage_for(req, rid),
             queued=status == "queued",
         )
-        sink = self.launcher.sink(rid, len(events), background=req.background)
+        sink = launcher.sink(rid, len(events), background=req.background)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
-        run = self.launcher.launch(spec, plan, sink=sink, defer=req.stream, trace=trace)
+        metrics.APP_CREATIONS.inc(app=lane.name)
+        run = launcher.launch(spec, plan, sink=sink, defer=req.stream, trace=trace)
         if sub is not None:
             # Normally the relay closes it; this is for a stream that never started.
             def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
@@ -242,8 +251,11 @@ class Creator:
         stored = CreateRequest.from_json_dict(json.loads(row.request))
         return Created(rid, stored, existing=True, run=self.registry.get(rid))
 
-    async def _create_in_memory(self, user_id: str, req: CreateRequest, rid: str, now: float) -> Created:
-        plan = await self.continuations.plan(user_id, req, rid)
+    async def _create_in_memory(
+        self, lane: Lane, user_id: str, req: CreateRequest, rid: str, now: float
+    ) -> Created:
+        launcher = lane.launcher
+        plan = await lane.continuations.plan(user_id, req, rid)
         sink = MemorySink()
         snapshot = build_response(req, response_id=rid, status="in_progress", created_at=int(now))
         sink.emit(ev.response_created(snapshot))
@@ -256,9 +268,10 @@ class Creator:
             background=False,
             lineage=lineage_for(req, rid),
         )
-        trace, _ = self.launcher.telemetry.first_life(rid, delivery="live", background=False)
+        trace, _ = launcher.telemetry.first_life(rid, delivery="live", background=False)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
-        run = self.launcher.launch_in_memory(spec, plan, sink, defer=req.stream, trace=trace)
+        metrics.APP_CREATIONS.inc(app=lane.name)
+        run = launcher.launch_in_memory(spec, plan, sink, defer=req.stream, trace=trace)
         return Created(rid, req, run=run, memory=sink)
 
 

@@ -23,6 +23,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from ..observability import metrics
@@ -41,6 +42,7 @@ from .continuation import Continuations
 from .conversations import ConversationService
 from .creation import Created, Creator
 from .faults import database_error
+from .lanes import Lane, Lanes
 from .launcher import Launcher
 from .leases import LeaseKeeper
 from .recovery import Recovery
@@ -66,17 +68,27 @@ def _new_owner(*, live: bool) -> str:
 
 
 class Host:
-    def __init__(self, store: Store, app: HostedApp, settings: RuntimeSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        app: HostedApp | Sequence[tuple[str, HostedApp]],
+        settings: RuntimeSettings | None = None,
+    ) -> None:
+        """`app`: the one hosted app, or every app with the name requests pick it by (`model`)."""
         self.store = store
-        self.app = app
+        named = [(app.name, app)] if isinstance(app, HostedApp) else list(app)
+        self.app = named[0][1]
         settings = settings or RuntimeSettings()
-        if app.checkpoint_types:
-            # The app's own declared types (`apps.declared_types`) beside the operator's.
-            extra = tuple(t for t in app.checkpoint_types if t not in settings.checkpoint_types)
+        # The apps' own declared types (`apps.declared_types`) beside the operator's.
+        declared = [t for _, a in named for t in a.checkpoint_types if t not in settings.checkpoint_types]
+        if declared:
+            extra = tuple(dict.fromkeys(declared))
             settings = settings.model_copy(update={"checkpoint_types": (*settings.checkpoint_types, *extra)})
         self.settings = settings
         self.registry = RunRegistry()
-        self.continuations = Continuations(store, app, self.settings.checkpoint_types)
+        # Each app's continuations (its launcher acts under the owner id: `_assemble`).
+        self._apps = [(name, a, Continuations(store, a, self.settings.checkpoint_types)) for name, a in named]
+        self.continuations = self._apps[0][2]
         self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
         self.conversations = ConversationService(store, self.continuations)
         # PostgreSQL: the owner id carries the liveness mark when this process can hold its
@@ -92,12 +104,21 @@ class Host:
         store, settings = self.store, self.settings
         self.owner = owner
         self.webhooks = Webhooks(store, settings, owner)
-        self.launcher = Launcher(store, self.app, settings, self.registry, owner, self.webhooks)
-        self.leases = LeaseKeeper(store, self.registry, owner)
-        self.recovery = Recovery(store, self.launcher, self.continuations, self.registry, settings)
-        self.creator = Creator(
-            store, self.registry, self.launcher, self.continuations, self.conversations, settings
+        self.lanes = Lanes(
+            [
+                Lane(
+                    name,
+                    a,
+                    cont,
+                    Launcher(store, a, settings, self.registry, owner, self.webhooks, name=name),
+                )
+                for name, a, cont in self._apps
+            ]
         )
+        self.launcher = self.lanes.default.launcher
+        self.leases = LeaseKeeper(store, self.registry, owner)
+        self.recovery = Recovery(store, self.lanes, self.registry, settings)
+        self.creator = Creator(store, self.registry, self.lanes, self.conversations, settings)
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -50,6 +50,8 @@ class Launcher:
         registry: RunRegistry,
         owner: str,
         webhooks: Webhooks | None = None,
+        *,
+        name: str | None = None,
     ) -> None:
         self._store = store
         self._webhooks = webhooks
@@ -58,8 +60,9 @@ class Launcher:
         self._registry = registry
         self.owner = owner
         self._background: set[asyncio.Task[None]] = set()
-        self.telemetry = Telemetry(app.name, owner)
-        self.app_name = app.name
+        # The name its responses record (`responses.app`): the app's, or the one it is hosted by.
+        self.app_name = name or app.name
+        self.telemetry = Telemetry(self.app_name, owner)
         # Usage is counted from the framework's model-call spans (see `usage`).
         ensure_usage_spans()
 

@@ -40,7 +40,7 @@ from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .ending import Ending, Interrupted
 from .faults import database_error
-from .launcher import Launcher
+from .lanes import Lanes
 from .lives import Lives
 from .open_items import ClosedItem, announced, reopen_from_events
 from .plan import RunPlan, RunSpec, lineage_for
@@ -123,14 +123,14 @@ class Recovery:
     def __init__(
         self,
         store: Store,
-        launcher: Launcher,
-        continuations: Continuations,
+        lanes: Lanes,
         registry: RunRegistry,
         settings: RuntimeSettings,
     ) -> None:
         self._store = store
-        self._launcher = launcher
-        self._continuations = continuations
+        self._lanes = lanes
+        launcher = lanes.default.launcher
+        self._launcher = launcher  # (the owner and telemetry every lane shares)
         self._registry = registry
         self._settings = settings
         self.recovered = 0
@@ -243,7 +243,12 @@ class Recovery:
                     tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
             while registry.accepting:
                 batch = pace.batch()
-                rows, left = await self._store.claim_some(self._launcher.owner, limit=batch, own=own)
+                rows, left = await self._store.claim_some(
+                    self._launcher.owner,
+                    limit=batch,
+                    own=own,
+                    apps=self._lanes.names if self._lanes.several else None,
+                )
                 if not rows:
                     # What is left of `own` is no longer ours to resume (ended, or taken over).
                     registry.stranded.difference_update(own)
@@ -319,6 +324,13 @@ class Recovery:
 
     async def resume(self, row: ResponseRow) -> None:
         store = self._store
+        lane = self._lanes.of_response(row.app)
+        if lane is None:
+            # (Claims ask for this server's apps only: an app dropped since the claim.)
+            log.warning("response %s belongs to app %r, which this server does not host", row.id, row.app)
+            await store.release_lease(row.id, self._launcher.owner)
+            return
+        launcher = lane.launcher
         began = time.monotonic()
         req = CreateRequest.from_json_dict(json.loads(row.request))
         store.outbox.forget(row.id)
@@ -347,7 +359,7 @@ class Recovery:
         open_items, highest = reopen_from_events(row.id, parsed)
         next_index = max(max_index.result(), highest) + 1
         start_seq = max(max_seq.result(), raw[-1].seq if raw else -1) + 1
-        sink = self._launcher.sink(row.id, start_seq, row.delivery, background=row.background)
+        sink = launcher.sink(row.id, start_seq, row.delivery, background=row.background)
         # Close what the crash interrupted: never completed, never part of the output.
         closed: list[ClosedItem] = []
         for item in open_items:
@@ -380,7 +392,7 @@ class Recovery:
             status = "in_progress"
         if closed or status is not None:
             await sink.commit(closed, status=status)
-        plan = await self._plan(row, req, own_cp)
+        plan = await self._plan(lane.continuations, row, req, own_cp)
         # The usage the killed run's last committed write kept: the model calls of earlier lives.
         plan.prior_usage = row.usage
         plan.announced = announced(json.loads(o.data) for o in outputs.result())
@@ -403,19 +415,21 @@ class Recovery:
         )
         recover.end()
         metrics.RECOVERIES.inc(outcome="resumed")
-        self._launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace)
+        launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace)
 
-    async def _plan(self, row: ResponseRow, req: CreateRequest, own_cp: Any) -> RunPlan:
+    async def _plan(
+        self, continuations: Continuations, row: ResponseRow, req: CreateRequest, own_cp: Any
+    ) -> RunPlan:
         if own_cp is not None and own_cp.awaits_input:
             # Saved after the run restored the checkpoint it continues and before it delivered
             # the request's input (a reply, a new message): resuming alone would lose the input.
-            return await self._continuations.plan_delivery(row.user_id, req, own_cp)
+            return await continuations.plan_delivery(row.user_id, req, own_cp)
         if own_cp is not None:
             plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
             if req.tools:
-                plan.tools = (await self._continuations.plan(row.user_id, req, row.id)).tools
+                plan.tools = (await continuations.plan(row.user_id, req, row.id)).tools
             return plan
-        return await self._continuations.plan(row.user_id, req, row.id)
+        return await continuations.plan(row.user_id, req, row.id)
 
     async def _end(
         self,

@@ -47,7 +47,8 @@ class RuntimeSettings(EnvSection):
         DEFAULT_APP,
         "DURABLE_RESPONSES_APP",
         "`MODULE:ATTR` of a zero-argument factory returning a Workflow, WorkflowBuilder, WorkflowAgent "
-        "or any agent with `run()` (the host builds a fresh one per run).",
+        "or any agent with `run()` (the host builds a fresh one per run). Several apps: comma-separated "
+        "`NAME=MODULE:ATTR` entries; a request's `model` picks one.",
     )
     delivery: Delivery = env_field(
         Delivery.LIVE,

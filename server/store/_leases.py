@@ -51,7 +51,12 @@ class Leases(StoreBase):
         return (await self.claim_some(owner, limit=limit, own=own))[0]
 
     async def claim_some(
-        self, owner: str, *, limit: int = 50, own: Collection[str] = ()
+        self,
+        owner: str,
+        *,
+        limit: int = 50,
+        own: Collection[str] = (),
+        apps: Collection[str] | None = None,
     ) -> tuple[list[ResponseRow], int]:
         """Take over active responses whose lease expired (or that never had one), and those of
         `own` still leased to `owner` (its runs that stopped on a database error: the lease
@@ -62,12 +67,17 @@ class Leases(StoreBase):
         recoveries).
 
         Also returns how many are left to claim after these (in the same transaction): a
-        sweep that sees fewer left than it expected knows another replica claims too."""
+        sweep that sees fewer left than it expected knows another replica claims too.
+
+        `apps`: only responses that recorded one of these apps (None: any)."""
         now = time.time()
         c = t.responses.c
         lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
         mine = and_(c.id.in_(list(own)), c.lease_owner == owner) if own else None
         expired = and_(c.status.in_(ACTIVE_STATUSES), lapsed if mine is None else or_(lapsed, mine))
+        if apps is not None:
+            # A server hosting several apps takes over only the responses of its apps.
+            expired = and_(expired, c.app.in_(list(apps)))
         if self.dialect != POSTGRESQL:
             # SQLite: a look without a lock first. Most sweeps find nothing, and a claim's
             # transaction holds the one write lock every commit needs across several round trips

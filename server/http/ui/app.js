@@ -73,7 +73,7 @@ async function showList() {
         $("#app-input").innerHTML = `<summary>app input: ${esc(input.kind)} · ${esc(input.input)}</summary>
           <pre class="mono">${esc(JSON.stringify(input.input_schema, null, 2))}</pre>`;
       }
-      $("#replica").textContent = `replica ${overview.replica} · ${overview.app} · ${overview.admin ? "every tenant" : "your responses"}`;
+      $("#replica").textContent = `replica ${overview.replica} · ${(overview.apps || [overview.app]).join(", ")} · ${overview.admin ? "every tenant" : "your responses"}`;
       $("#list").innerHTML = page.data.length === 0 ? `<p class="muted">No responses.</p>` : `<table><thead><tr>
         <th>response</th><th>status</th><th>app</th><th>age</th><th>owner replica</th><th>recoveries</th><th>mode</th>${overview.admin ? "<th>user</th>" : ""}</tr></thead><tbody>
         ${page.data.map((r) => `<tr data-id="${esc(r.id)}"><td><a class="mono" href="#/responses/${esc(r.id)}">${esc(r.id)}</a></td>
