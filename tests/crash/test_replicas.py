@@ -19,6 +19,7 @@ import pytest
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, read_jsonl, retrieve, wait_status
 from tests.support.servers import TEST_ENV, ServerProcess
+from tests.support.sse import iter_frames
 
 COUNTDOWN = "tests.apps.workflows:recording_countdown"
 LEASE = float(TEST_ENV["DURABLE_RESPONSES_LEASE_SECONDS"])
@@ -42,12 +43,12 @@ def test_stream_through_other_replica_is_woken_by_notify(
     gaps: list[float] = []
     last = time.monotonic()
     with httpx.stream("GET", f"{b.base_url}/responses/{bg.id}?stream=true", timeout=30) as r:
-        for line in r.iter_lines():
-            if line.startswith("id: "):
+        for frame in iter_frames(r.iter_lines()):
+            if frame.id is not None:
                 now = time.monotonic()
                 gaps.append(now - last)
                 last = now
-                seqs.append(int(line[4:]))
+                seqs.append(int(frame.id))
     took = time.monotonic() - started
     assert seqs == list(range(len(seqs)))
     assert output_texts(retrieve(b, bg.id)) == [f"tick {n}" for n in range(6, -1, -1)]

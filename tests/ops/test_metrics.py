@@ -3,12 +3,12 @@ what the test did, with labels from bounded sets only (never an id)."""
 
 from __future__ import annotations
 
-import json
-
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.inprocess import InProcessServer
+from tests.support.responses import wait_status
+from tests.support.sse import iter_frames
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -44,13 +44,11 @@ def test_metrics_count_what_the_test_did(database_url: str) -> None:
         with httpx.stream(
             "POST", f"{base}/v1/responses", json={"model": "m", "input": "four", "stream": True}
         ) as s:
-            lines = list(s.iter_lines())
-        assert [ln for ln in lines if ln.startswith("event:")][-1] == "event: response.completed"
-        ids.append(json.loads(next(ln for ln in lines if ln.startswith("data:"))[5:])["response"]["id"])
+            frames = list(iter_frames(s.iter_lines()))
+        assert frames[-1].event == "response.completed", frames[-1]
+        ids.append(frames[0].json["response"]["id"])
         for rid in ids:  # the background one ends on its own
-            for _ in range(100):
-                if httpx.get(f"{base}/v1/responses/{rid}").json()["status"] == "completed":
-                    break
+            assert wait_status(base, rid)["status"] == "completed"
         assert httpx.get(f"{base}/v1/responses/resp_missing").status_code == 404
         events = sum(
             len(httpx.get(f"{base}/v1/admin/responses/{rid}/events", params={"limit": 5000}).json()["data"])

@@ -15,6 +15,7 @@ import pytest
 
 from durable_responses.store import DatabaseUnavailable, Unavailable
 from tests.support.inprocess import InProcessServer
+from tests.support.sse import iter_frames, parse_sse
 
 COUNTDOWN = "durable_responses.examples.countdown:countdown"
 
@@ -76,9 +77,9 @@ def test_an_open_stream_ends_cleanly_on_a_store_error(
         body = {"model": "c", "input": "12 delay=0.05", "background": True, "stream": True}
         seen: list[int] = []
         with httpx.stream("POST", f"{base}/v1/responses", json=body, timeout=30) as s:
-            for line in s.iter_lines():  # ends without an exception: a clean end
-                if line.startswith("id:"):
-                    seen.append(int(line[3:]))
+            for frame in iter_frames(s.iter_lines()):  # ends without an exception: a clean end
+                if frame.id is not None:
+                    seen.append(int(frame.id))
                     if len(seen) == 4:
                         store.notifier.tail_after = lambda *_a: None  # every batch is read
                         store.read_events = _down
@@ -95,8 +96,10 @@ def test_an_open_stream_ends_cleanly_on_a_store_error(
         rest = httpx.get(
             f"{base}/v1/responses/{rid}", params={"stream": "true"}, headers={"last-event-id": str(seen[-1])}
         )
-        ids = [int(ln[3:]) for ln in rest.text.splitlines() if ln.startswith("id:")]
-        assert ids and ids[0] == seen[-1] + 1 and "response.completed" in rest.text
+        frames = parse_sse(rest.text)
+        ids = [int(f.id) for f in frames if f.id is not None]
+        assert ids == list(range(seen[-1] + 1, ids[-1] + 1)), ids
+        assert frames[-1].event == "response.completed", frames[-1]
         assert "Traceback" not in srv.log() and "Exception in ASGI" not in srv.log(), srv.log()
         gc.collect()
         time.sleep(0.2)
