@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import pytest
@@ -42,6 +43,16 @@ async def _deadlocks(store: Store) -> int:
         return int((await conn.execute(q)).scalar() or 0)
 
 
+async def _wait_blocked_by(conn: Any, pid: int, timeout: float = 10) -> None:
+    """Wait until another backend waits for a lock that backend `pid` holds."""
+    query = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await conn.fetchval(query, pid):
+        assert loop.time() < deadline, f"no backend waited for a lock of {pid} within {timeout} s"
+        await asyncio.sleep(0.01)
+
+
 async def test_a_renewal_aborted_for_a_deadlock_runs_again(store: Store) -> None:
     for rid in (A, B):
         await store.insert_response(owned(rid, "p1"), [], [])
@@ -56,7 +67,9 @@ async def test_a_renewal_aborted_for_a_deadlock_runs_again(store: Store) -> None
         await tx.start()
         await x.execute("UPDATE responses SET usage = usage WHERE id = $1", B)
         renewal = asyncio.create_task(store.renew_leases("p1", [B, A]))
-        await asyncio.sleep(0.3)  # the renewal holds A and waits for B
+        async with store.db.reader.connect() as watcher:
+            w = (await watcher.get_raw_connection()).driver_connection
+            await _wait_blocked_by(w, x.get_server_pid())  # the renewal holds A and waits for B
         await x.execute("UPDATE responses SET usage = usage WHERE id = $1", A)  # a deadlock
         await tx.commit()
         await x.execute("RESET deadlock_timeout")
@@ -85,7 +98,7 @@ async def test_a_batch_of_superstep_writes_locks_its_rows_in_id_order(store: Sto
             await x.execute("UPDATE responses SET usage = usage WHERE id = $1", B)
             # One batch: both are queued before the outbox's writer takes any.
             writes = [store.submit(Write(rid, "p1", events=events(1, 3))) for rid in (B, A)]
-            await asyncio.sleep(0.5)  # the batch's statement runs, and waits for B
+            await _wait_blocked_by(y, x.get_server_pid())  # the batch's statement waits for B
             assert not any(w.done() for w in writes)
             with pytest.raises(asyncpg.LockNotAvailableError):
                 await y.execute("SELECT id FROM responses WHERE id = $1 FOR UPDATE NOWAIT", A)
