@@ -82,7 +82,21 @@ def test_one_trace_for_a_response_killed_and_recovered(
             time.sleep(0.1)
         else:
             raise AssertionError(f"no third superstep: {d['supersteps']}")
-        time.sleep(0.5)  # the spans ended so far reach the receiver (batch delay 100 ms)
+        steps = len(d["supersteps"])
+
+        def first_life_exported(spans: list[Span]) -> bool:
+            # The superstep spans of the checkpointed supersteps and the commit spans of their
+            # checkpoints have reached the receiver (the exporter batches every 100 ms).
+            ours = [s for s in spans if s.trace_id == trace_id]
+            ended = sum(s.name == "durable_responses.superstep" for s in ours)
+            committed = sum(
+                s.attributes.get("durable_responses.writes", 0)
+                for s in ours
+                if s.name == "durable_responses.commit"
+            )
+            return ended >= steps and committed >= steps
+
+        otlp.received.wait_for(first_life_exported, timeout=20)
         assert _detail(first.base_url, rid)["response"]["status"] == "in_progress"
         first.kill()
         second = start(servers, url, WORKFLOW, tmp_path, env=env, log_level="info")
