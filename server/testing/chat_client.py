@@ -7,7 +7,10 @@ handoffs when the target is named, text quoting tool results, text otherwise), s
 token per update, with usage. Tools run through agent-framework's own function-invocation layer
 (approval-gated tools included).
 
-Invariant: the reply is a pure function of the messages, instructions and tools it is given.
+It honours the run's options the way the fake model honours a request's: `tool_choice`,
+`response_format` (a JSON schema or `json_object`), `max_tokens` (a reply cut there finishes
+with "length"), `allow_multiple_tool_calls`.
+Invariant: the reply is a pure function of the messages, instructions, tools and options it is given.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from agent_framework import (
     BaseChatClient,
@@ -94,8 +97,34 @@ def _turns(messages: Sequence[Message]) -> tuple[Turn, ...]:
     return tuple(turns)
 
 
+def _tool_choice(mode: Any) -> tuple[str, str | None]:
+    """agent-framework's `tool_choice` (a string or a `ToolMode`) as (mode, forced function)."""
+    if isinstance(mode, Mapping):
+        name = mode.get("required_function_name")
+        return str(mode.get("mode") or "auto"), str(name) if name else None
+    return (mode if mode in ("none", "required") else "auto"), None
+
+
+def _schema(response_format: Any) -> tuple[Mapping[str, Any] | None, bool]:
+    """(the JSON schema, whether any JSON object will do) of a `response_format` option."""
+    if isinstance(response_format, type) and hasattr(response_format, "model_json_schema"):
+        return response_format.model_json_schema(), False
+    if not isinstance(response_format, Mapping):
+        return None, False
+    if response_format.get("type") == "json_object":
+        return None, True
+    section = response_format.get("json_schema", response_format)
+    schema = section.get("schema") if isinstance(section, Mapping) else None
+    return (schema if isinstance(schema, Mapping) else None), False
+
+
 def prompt_of(messages: Sequence[Message], options: Mapping[str, Any], *, stream: bool) -> Prompt:
+    """The fake model's `Prompt` for a call: the messages, instructions, tools and the options the
+    rules read (`tool_choice`, `response_format`, `max_tokens`, `allow_multiple_tool_calls`)."""
     instructions = options.get("instructions")
+    choice, forced = _tool_choice(options.get("tool_choice"))
+    schema, json_object = _schema(options.get("response_format"))
+    max_tokens = options.get("max_tokens")
     return Prompt(
         api="chat",
         model=str(options.get("model") or "rules"),
@@ -103,6 +132,12 @@ def prompt_of(messages: Sequence[Message], options: Mapping[str, Any], *, stream
         turns=_turns(messages),
         tools=_tool_specs(options),
         instructions=instructions if isinstance(instructions, str) else "",
+        parallel_tool_calls=options.get("allow_multiple_tool_calls") is not False,
+        json_schema=schema,
+        json_object=json_object,
+        tool_choice=choice,
+        forced_tool=forced,
+        max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else None,
     )
 
 
@@ -132,12 +167,19 @@ class RuleChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         usage = Content.from_usage(
             {"input_token_count": reply.usage.input_tokens, "output_token_count": reply.usage.output_tokens}
         )
+        finish: Literal["length", "tool_calls", "stop"] = (
+            "length" if reply.truncated else "tool_calls" if reply.calls else "stop"
+        )
         if stream:
 
             async def updates() -> AsyncIterable[ChatResponseUpdate]:
                 for content in [*contents, usage]:
                     yield ChatResponseUpdate(
-                        contents=[content], role="assistant", response_id=response_id, message_id=message_id
+                        contents=[content],
+                        role="assistant",
+                        response_id=response_id,
+                        message_id=message_id,
+                        finish_reason=finish if content is usage else None,
                     )
 
             return self._build_response_stream(updates())
@@ -148,6 +190,7 @@ class RuleChatClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
             return ChatResponse(
                 messages=[Message(role="assistant", contents=body, message_id=message_id)],
                 response_id=response_id,
+                finish_reason=finish,
             )
 
         return respond()

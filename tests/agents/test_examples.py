@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 from openai.types.responses import Response
+from pydantic import BaseModel
 
 from tests.schema_validator import validate_response
 from tests.support.inprocess import InProcessServer
@@ -84,3 +85,24 @@ def test_handoff_example_names_the_tool_it_ran_after_an_approval(database_url: s
             input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
         )
         assert r3.output_text == "billing: Tool refund_payment returned: refunded 5.00 for order A1"
+
+
+class _Refund(BaseModel):
+    order_id: str
+    amount: float
+
+
+def test_tools_example_honours_request_options(database_url: str) -> None:
+    """The example's deterministic client takes the run's options as a model would:
+    `tool_choice: "none"` runs no tool, `text_format` gives the parsed object, a token limit cuts
+    the reply and the response is `incomplete`."""
+    with InProcessServer(database_url, app="durable_responses.examples.tools:tools_agent") as srv:
+        c = srv.client()
+        none = c.responses.create(model="m", input="lookup_order order_id=A1", tool_choice="none")
+        assert _types(none) == ["message"]
+        parsed = c.responses.parse(model="m", input="a refund", text_format=_Refund)
+        assert parsed.output_parsed == _Refund(order_id="order_id_value", amount=1.5)
+        cut = c.responses.create(model="m", input="a story tokens=60", max_output_tokens=16)
+        assert cut.status == "incomplete" and cut.incomplete_details is not None
+        assert cut.incomplete_details.reason == "max_output_tokens"
+        _validate(srv, cut)

@@ -152,6 +152,14 @@ def test_max_output_tokens_truncation_is_incomplete(
     assert turn.texts and len(turn.texts[0].split()) <= 16
     short = stream_turn(tee, fake, input="short", max_output_tokens=64)
     assert short.response.status == "completed" and short.response.incomplete_details is None
+    # The same without a stream (JSON), and with store=false (nothing written).
+    for store in (True, False):
+        cut = tee.client.responses.create(
+            model="fake-model", input="tell me a long story tokens=60", max_output_tokens=16, store=store
+        )
+        assert cut.status == "incomplete", (store, cut.status)
+        assert cut.incomplete_details is not None and cut.incomplete_details.reason == "max_output_tokens"
+        assert cut.output_text
 
 
 def test_max_tool_calls_holds_the_tools_run(
