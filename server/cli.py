@@ -234,25 +234,22 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     # collector's full passes, whose cost would otherwise grow with it on every long response.
     gc.collect()
     gc.freeze()
-    # Collect the young generation every 10,000 allocations instead of 700: a collection stops
-    # every stream at once, which is what a p99 inter-token delay sees (measured on 50 live
-    # streams, servers alternated: p99 added delay 67-70 vs 106-116 ms, server CPU per token
-    # 0.91x; countdown and 1000-output burst unchanged, within 5%). The middle generation every
-    # other young collection instead of every 21st: a live response keeps most of what it
-    # allocates until it ends, so the survivors of 20 young collections piled up there and one
-    # pass over them stopped 75 streams for 50-114 ms (98,000 objects, most of them the
-    # framework's per-token updates); taken two at a time, at most 18 ms. The oldest
-    # generation's passes stay as rare as before (every ~440 young collections). Measured on 75
-    # and 100 live streams, three servers alternated, 6 steps each: p99 added delay under
-    # 50 ms in 6 of 6 and 5 of 6 steps, against 4 of 6 and 2 of 6 with (10,000, 20, 20); CPU
-    # per token the same.
+    # The young generation is collected every 10,000 allocations instead of 700: a collection
+    # stops every stream at once, which is what a p99 inter-token delay sees, and fewer, larger
+    # ones cost the same CPU per token. The middle generation every other young collection
+    # instead of every 21st: a live response keeps most of what it allocates until it ends
+    # (the framework's per-token updates), so survivors pile up there, and a pass over 20
+    # collections' worth stops dozens of streams for 50-100 ms where one over two takes under
+    # 20 ms. The oldest generation's passes stay as rare as the default's (every ~440 young
+    # collections). Measured on 50-100 live streams in the commits that set these figures.
     gc.set_threshold(*GC_THRESHOLDS)
     # SQLite's writer thread needs the GIL back after every statement of a commit; while an
     # agent keeps the event loop busy, the interpreter hands it over only every switch interval
-    # (5 ms by default): a checkpoint commit started before a 15 ms superstep finished after it,
-    # and the next commit (a live stream's first output) queued behind it. At 0.5 ms that first
-    # output went out ~1.2 ms sooner (median of 4x60 paired requests); with no other thread
-    # wanting the GIL (PostgreSQL) the interval changes nothing.
+    # (5 ms by default), so a checkpoint commit started before a 15 ms superstep would finish
+    # after it, and the next commit (a live stream's first output) would queue behind it. A
+    # short interval lets the writer go on between the agent's steps (a live stream's first
+    # output goes out ~1.2 ms sooner); with no other thread wanting the GIL (PostgreSQL) it
+    # changes nothing.
     sys.setswitchinterval(switch_interval_ms / 1000)
     sockets = [workers.bind_reuse_port(http.host, http.port)] if http.reuse_port else None
     try:

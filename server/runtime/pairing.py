@@ -33,16 +33,13 @@ from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace
 
 # Checkpoint writes a run may have in flight before a save waits (see `SqlPairing.on_save`).
-# Deep enough that a run whose supersteps are shorter than a commit lets the outbox group
-# several into one transaction instead of waiting at every save: at 4 a 1000-superstep
-# countdown on SQLite spent 37% of its time waiting here; at 16 (A/B in one run, 6 rounds)
-# 0.81x the wall time and 0.83x the CPU per superstep on SQLite, 0.86x / 0.97x on PostgreSQL.
-# At 64 (A/B, 20 interleaved pairs of 1 and 101 supersteps): SQLite 0.91x the time per
-# superstep live and 0.89x durable against 16, PostgreSQL unchanged. On SQLite a superstep
-# commit waits for the GIL at each of its statements while the run keeps the loop busy (~4.7 ms
-# for a batch of ~7 supersteps, measured), so at 16 the run still waited here. Only runs whose
-# supersteps are shorter than a commit ever fill it; how far a live stream trails its run is
-# bounded in time by the driver (`commit_lag`) either way.
+# Deep enough that a run whose supersteps are shorter than a commit never waits at a save:
+# the outbox groups the writes in flight into one transaction, and on SQLite that commit
+# waits for the GIL at each of its statements while the run keeps the loop busy (a batch of
+# ~7 supersteps takes ~4.7 ms), so a shallower pipeline fills and the run waits on it. Only
+# such runs ever fill it; how far a live stream trails its run is bounded in time by the
+# driver (`commit_lag`) either way. The measurements behind the figure are in the commit that
+# set it (4d80317).
 CHECKPOINT_PIPELINE = 64
 
 

@@ -155,8 +155,8 @@ class ModelCallsOnly(CachedTracers):
     """The provider installed when no tracing is configured: a model call's span is an SDK span
     (recorded for usage, never exported: `UsageOnly`); every other span is the no-op span,
     made without the SDK. A span the SDK makes only to drop it still costs a tracer lookup, a
-    sampler call, ids and attributes, and agent-framework starts three per superstep: with this
-    provider a countdown superstep takes 0.86x the time (A/B in one run)."""
+    sampler call, ids and attributes, and agent-framework starts three per superstep: this
+    provider saves ~14% of a countdown superstep's time."""
 
     def __init__(self) -> None:
         super().__init__(sampler=UsageOnly())

@@ -346,15 +346,15 @@ def superstep_statement() -> PgStatement:
         f"w AS (\n    SELECT * FROM {fence}\n)",
         # The batch's rows are locked in id order, the order a lease renewal and a batch of
         # ends lock them in: an UPDATE's join visits them in the plan's order (a hash join: the
-        # table's), and a renewal waiting on one of them while holding another deadlocked with
-        # it; PostgreSQL broke it after `deadlock_timeout` (1 s), a second in which every
-        # stream of the batch stood still (seen in a benchmark of 75 live streams). Each row
+        # table's), and a renewal waiting on one of them while holding another would deadlock
+        # with it; PostgreSQL breaks a deadlock after `deadlock_timeout` (1 s), a second in
+        # which every stream of the batch stands still. Each row
         # comes with what the UPDATE below sets, so that UPDATE waits for no row and joins
         # nothing more.
         # `stale`: the write changes the row (a lease to renew, a status, a usage). A fresh
         # lease is only locked and checked, as on SQLite: rewriting the row at every batch of a
-        # live stream (a row version, its WAL, a dead tuple per response) cost ~40% of the
-        # database's CPU per 17-response batch (0.97-1.06 against 0.56-0.69 ms, measured).
+        # live stream (a row version, its WAL, a dead tuple per response) would cost ~40% of
+        # the database's CPU per batch.
         "l AS MATERIALIZED (\n    SELECT r.id, w.owner,"
         f" CASE WHEN {renew} THEN w.until ELSE r.lease_expires_at END AS until, w.status, w.usage,"
         f" ({renew} OR w.status IS NOT NULL OR w.usage IS NOT NULL) AS stale\n"
