@@ -33,11 +33,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.responses import JSONResponse
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected
 
-from ..observability import metrics
+from ..observability import metrics, tracing
 from ..protocol import errors
 from ..protocol.events import TERMINAL_EVENT_TYPES
 from ..protocol.request import CreateRequest, parse_create_request
@@ -48,6 +51,7 @@ from ..runtime.host import Host
 from .auth import Authenticator
 from .creating import LARGE_BODY_BYTES, create_response, decode_json
 from .settings import HttpSettings
+from .telemetry import route_of
 
 log = logging.getLogger("durable_responses.http.websocket")
 
@@ -64,6 +68,7 @@ DISALLOWED = {
 WS_SIZE_MARGIN = 64 * 1024
 
 _GONE = (WebSocketDisconnect, WebSocketDisconnected)
+_PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def ws_max_size(settings: HttpSettings) -> int:
@@ -199,10 +204,13 @@ class _Socket:
                 raw = message.get("text")
                 if raw is None:
                     raw = message.get("bytes") or b""
-                created = await self._create(raw)
-                if created is not None:
+                started = await self._create(raw)
+                if started is not None:
+                    created, span = started
                     self._busy = True
-                    task = asyncio.create_task(self._turn(created), name=f"ws-turn-{created.response_id}")
+                    task = asyncio.create_task(
+                        self._turn(created, span), name=f"ws-turn-{created.response_id}"
+                    )
                     self._turns.add(task)
                     task.add_done_callback(self._turns.discard)
         finally:
@@ -219,14 +227,40 @@ class _Socket:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def _create(self, raw: str | bytes) -> Created | None:
-        """The turn a message starts, or None after sending the error envelope that refuses it."""
+    def _span(self) -> trace.Span | None:
+        """A turn's span (tracing on): as a POST's request span, it continues the caller's
+        `traceparent` (the upgrade's) and is the parent of the response's run span."""
+        if not tracing.enabled():
+            return None
+        carrier = {k: v for k in ("traceparent", "tracestate") if (v := self._ws.headers.get(k))}
+        route = route_of(self._ws.url.path)
+        return tracing.tracer().start_span(
+            f"WebSocket {route}",
+            context=_PROPAGATOR.extract(carrier),
+            kind=SpanKind.SERVER,
+            attributes={
+                "http.route": route,
+                "url.path": self._ws.url.path,
+                "url.scheme": self._ws.url.scheme,
+            },
+        )
+
+    async def _create(self, raw: str | bytes) -> tuple[Created, trace.Span | None] | None:
+        """The turn a message starts (and its span), or None after sending the error envelope
+        that refuses it."""
+        span = self._span()
+        with trace.use_span(span, end_on_exit=False) if span is not None else contextlib.nullcontext():
+            created = await self._created(raw, span)
+        if created is None:
+            if span is not None:
+                span.end()
+            return None
+        return created, span
+
+    async def _created(self, raw: str | bytes, span: trace.Span | None) -> Created | None:
         try:
-            limit = self._settings.max_body_bytes
-            if len(raw) > limit or (
-                isinstance(raw, str) and len(raw) * 4 > limit and len(raw.encode()) > limit
-            ):
-                raise errors.payload_too_large(limit)
+            if _size_exceeds(raw, self._settings.max_body_bytes):
+                raise errors.payload_too_large(self._settings.max_body_bytes)
             if len(raw) > LARGE_BODY_BYTES:
                 # As for a large POST body: the event loop serves other streams meanwhile.
                 req = await asyncio.to_thread(parse_client_event, raw)
@@ -250,13 +284,26 @@ class _Socket:
             refusal = unavailable or errors.server_error()
         else:
             metrics.WEBSOCKET_MESSAGES.inc(outcome="created")
+            if span is not None:
+                span.set_attribute("durable_responses.response_id", created.response_id)
             return created
         metrics.WEBSOCKET_MESSAGES.inc(outcome=str(refusal.status))
+        if span is not None:
+            span.set_attribute("http.response.status_code", refusal.status)
+            if refusal.status >= 500:
+                span.set_status(Status(StatusCode.ERROR))
         await self._send_error(refusal)
         return None
 
-    async def _turn(self, created: Created) -> None:
+    async def _turn(self, created: Created, span: trace.Span | None) -> None:
         """Send the turn's committed events, one message each, up to its terminal event."""
+        try:
+            await self._relay(created)
+        finally:
+            if span is not None:
+                span.end()
+
+    async def _relay(self, created: Created) -> None:
         rid = created.response_id
         last = -1
         ended = False
