@@ -192,6 +192,19 @@ def test_a_socket_closed_mid_turn_cancels_the_turn(shared_servers: Callable[...,
     check_sequence(replay)
 
 
+def test_the_model_of_each_turn_picks_the_app(shared_servers: Callable[..., InProcessServer]) -> None:
+    srv = shared_servers(f"echo=durable_responses.examples.echo:echo,countdown={COUNTDOWN}")
+    with ws_connect(srv) as ws:
+        assert output_texts(
+            turn(ws, model="countdown", input="2 delay=0")[-1]["response"]
+        ) == countdown_ticks(2)
+        assert output_texts(turn(ws, model="echo", input="2 delay=0")[-1]["response"]) == ["2 delay=0"]
+        send_create(ws, model="nope", input="x")
+        refusal = recv_json(ws)
+        _error(refusal, 400, refusal["error"]["code"], "model")
+        assert "countdown" in refusal["error"]["message"] and "echo" in refusal["error"]["message"]
+
+
 def test_the_openai_sdk_connects_and_runs_turns(shared_server: InProcessServer) -> None:
     client = shared_server.client()
     previous = None
