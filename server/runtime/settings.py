@@ -46,8 +46,9 @@ class RuntimeSettings(EnvSection):
     app: str = env_field(
         DEFAULT_APP,
         "DURABLE_RESPONSES_APP",
-        "`MODULE:ATTR` of a zero-argument factory returning a Workflow, WorkflowBuilder, WorkflowAgent "
-        "or any agent with `run()` (the host builds a fresh one per run). Several apps: comma-separated "
+        "`MODULE:ATTR` of a zero-argument factory returning a Workflow (its start executor may take "
+        "messages or a typed input), WorkflowBuilder, WorkflowAgent, a functional `@workflow` or any agent "
+        "with `run()` (the host builds a fresh one per run). Several apps: comma-separated "
         "`NAME=MODULE:ATTR` entries; a request's `model` picks one.",
     )
     delivery: Delivery = env_field(
