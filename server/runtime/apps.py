@@ -62,6 +62,9 @@ class HostedApp:
         self.spec = spec
         self._factory = factory
         self.input = InputSpec()
+        # The input spec checked at the first build, by what the entry declares: later builds
+        # (one per run) reuse it instead of building its validators again.
+        self._checked: dict[Any, InputSpec] = {}
         self.kind = "agent"
         probe = self._build_raw()
         self.is_workflow = isinstance(probe, WorkflowAgent | FunctionalAgent)
@@ -167,6 +170,10 @@ class HostedApp:
             # The start executor does not take messages: its own input type(s), built from the
             # request's text.
             pass
+        key = ("graph", tuple(workflow.input_types))
+        checked = self._checked.get(key)
+        if checked is not None:
+            return typed_workflow_agent(workflow, checked.convert, name=name)
         spec = spec_for_types(workflow.input_types)
         if not spec.typed and not spec.single_message:
             raise AppError(
@@ -189,11 +196,15 @@ class HostedApp:
                     f"{t.__name__}, which this agent-framework cannot route a message to (isinstance "
                     "refuses a TypedDict); take a dataclass or a pydantic model instead"
                 )
-        self.input = spec
+        self.input = self._checked[key] = spec
         return typed_workflow_agent(workflow, spec.convert, name=name)
 
     def _functional_agent(self, built: FunctionalWorkflow) -> FunctionalAgent:
         fresh = fresh_functional(built)  # even if the factory hands out one instance: one per run
+        key = ("functional", getattr(fresh, "__wrapped__", None))
+        checked = self._checked.get(key)
+        if checked is not None:
+            return FunctionalAgent(fresh, checked, name=fresh.name)
         spec = functional_input(fresh)
         if not spec.typed and not spec.single_message and spec != InputSpec():
             raise AppError(f"the functional workflow {self.spec} takes an input the host cannot build")
@@ -206,7 +217,7 @@ class HostedApp:
                 f"JSON ({type(exc).__name__}: {exc}); take a str, a number, a dataclass or a pydantic "
                 "model instead"
             ) from exc
-        self.input = spec
+        self.input = self._checked[key] = spec
         return FunctionalAgent(fresh, spec, name=fresh.name)
 
     def build(self) -> Any:
