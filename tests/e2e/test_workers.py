@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.support.pg import drop_pg_database, new_pg_database
+from tests.support.responses import wait_status
 from tests.support.servers import ROOT, TEST_ENV, free_port
 
 
@@ -101,16 +102,9 @@ def test_two_workers_share_the_port_and_drain_on_sigterm(pg_url: str, tmp_path: 
                 r = http.post("/v1/responses", json={"input": f"hello {i}", "background": True})
                 assert r.status_code == 200, r.text
                 ids.append(r.json()["id"])
-        with httpx.Client(base_url=base, timeout=30) as http:
-            for rid in ids:
-                deadline = time.monotonic() + 30
-                while True:
-                    body = http.get(f"/v1/responses/{rid}").json()
-                    if body["status"] not in ("queued", "in_progress"):
-                        break
-                    assert time.monotonic() < deadline, body
-                    time.sleep(0.05)
-                assert body["status"] == "completed", body
+        for rid in ids:
+            body = wait_status(base, rid, timeout=30)
+            assert body["status"] == "completed", body
         owners = _owners(pg_url)
         assert len(owners) == 40
         # The replica id is host:pid:nonce; each worker is a replica of its own.

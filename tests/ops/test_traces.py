@@ -20,6 +20,7 @@ import httpx
 
 from durable_responses.observability.tracing import EXECUTOR_STEPS
 from durable_responses.testing import FakeModel
+from tests.support.responses import wait_status
 
 from .conftest import start
 from .otlp import GrpcReceiver, HttpReceiver, Span
@@ -100,12 +101,7 @@ def test_one_trace_for_a_response_killed_and_recovered(
         assert _detail(first.base_url, rid)["response"]["status"] == "in_progress"
         first.kill()
         second = start(servers, url, WORKFLOW, tmp_path, env=env, log_level="info")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            final = httpx.get(f"{second.base_url}/v1/responses/{rid}", timeout=10).json()
-            if final["status"] not in ("queued", "in_progress"):
-                break
-            time.sleep(0.2)
+        final = wait_status(second, rid, timeout=60)
         assert final["status"] == "completed", final
 
         def complete(spans: list[Span]) -> bool:
