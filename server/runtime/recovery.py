@@ -77,10 +77,12 @@ LOAD_DELAY = 0.004
 LOAD_DELAY_CAP = 0.1
 # Claimed responses resumed at the same time by one sweep (each resume is a few reads).
 RESUME_CONCURRENCY = 8
-# PostgreSQL with liveness locks (store/_pg_liveness.py): how often a sleeping recovery looks for
-# responses of dead owners (one read of the lock table), and how long a survivor leaves a dead
-# owner's response to the survivor whose share it is before it claims it itself.
+# PostgreSQL with liveness locks (store/_pg_liveness.py): how often a sleeping recovery reads the
+# live members (one read of the lock table), how often it also reads the active responses for
+# dead owners when no member went away, and how long a survivor leaves a dead owner's response
+# to the survivor whose share it is before it claims it itself.
 LIVENESS_POLL = 0.2
+FULL_LOOK = 2.0
 SHARE_AT = 0.3
 DEAD_GRACE = 0.6
 # After a failed sweep (the database unusable), retry after this long, doubling up to the cap.
@@ -137,6 +139,9 @@ class Recovery:
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
         self._dead_seen: dict[str, float] = {}  # dead-owned response id -> when to claim it (wall)
         self._wake: Subscription | None = None
+        self._last_members: list[int] | None = None
+        self._lost_member = False
+        self._full_look = 0.0  # when the responses were last looked at for dead owners (monotonic)
 
     async def loop(self) -> None:
         """Sweep now, then when the next lease expires (plus a little jitter, so that replicas
@@ -202,7 +207,7 @@ class Recovery:
                 return  # a run of ours stranded
             if self._store.judges_liveness:
                 with contextlib.suppress(Exception):
-                    if await self._dead_plan():
+                    if await self._look_for_dead():
                         return
 
     async def _sleep_slice(self, seconds: float, strand_wakes: bool) -> bool:
@@ -283,7 +288,11 @@ class Recovery:
         responses: every survivor (each looks every LIVENESS_POLL) has then seen the same list,
         and the i-th in id order is the share of the live member ranked i modulo their number.
         Alone, a survivor claims at once."""
-        dead, members = await self._store.dead_owned(self._launcher.owner)
+        members = await self._members()
+        if members is None:
+            return []
+        dead = await self._store.dead_owned(self._launcher.owner, members)
+        self._full_look = time.monotonic()
         now = time.time()
         found = dict(dead)
         plan = self._dead_seen
@@ -297,6 +306,28 @@ class Recovery:
                 mine = alone or i % len(members) == rank
                 plan[rid] = (now if alone else now + SHARE_AT) + (0.0 if mine else DEAD_GRACE)
         return [(rid, old) for rid, old in dead if plan[rid] <= now]
+
+    async def _members(self) -> list[int] | None:
+        """The live members' lock keys (None: this process holds no lock to judge by)."""
+        database = self._store.liveness_database
+        if database is None:
+            return None
+        members = await self._store.live_members(database)
+        self._lost_member = self._last_members is not None and not set(self._last_members) <= set(members)
+        self._last_members = members
+        return members
+
+    async def _look_for_dead(self) -> bool:
+        """Between sweeps (every LIVENESS_POLL): whether a dead owner's responses are due now.
+        Only the lock table is read, unless a member went away since the last look, some are
+        planned already, or FULL_LOOK passed since the last look at the responses (an owner that
+        never held its lock)."""
+        members = await self._members()
+        if members is None:
+            return False
+        if not (self._lost_member or self._dead_seen or time.monotonic() - self._full_look >= FULL_LOOK):
+            return False
+        return bool(await self._dead_plan())
 
     async def _claim_dead(self) -> list[ResponseRow]:
         """Claim the responses of dead owners that are due (`_dead_plan`)."""

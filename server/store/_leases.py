@@ -28,13 +28,13 @@ _RENEW_ATTEMPTS = 3
 HANDED_OFF = -1.0
 
 # PostgreSQL: the active responses, in id order, whose owner carries the liveness mark and holds
-# no liveness lock (dead), with their owner. (Their leases may still run: that is the point.)
+# no liveness lock (its key is not among the live members'), with their owner. (Their leases may
+# still run: that is the point.) An index range scan of the active responses, no lock table.
 _DEAD_SQL = (
     "SELECT r.id, r.lease_owner FROM responses r"
-    " WHERE r.status IN ('queued', 'in_progress') AND r.lease_owner LIKE :mark AND r.lease_owner <> :me"
-    " AND r.lease_expires_at >= :now"
-    " AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 2"
-    " AND l.classid = :cls AND l.objid::bigint = " + key_sql("r.lease_owner") + ")"
+    " WHERE r.status IN ('queued', 'in_progress') AND r.lease_expires_at >= :now"
+    " AND r.lease_owner LIKE :mark AND r.lease_owner <> :me"
+    " AND NOT (" + key_sql("r.lease_owner") + " = ANY(CAST(:members AS bigint[])))"
     " ORDER BY r.id"
 )
 
@@ -120,22 +120,19 @@ class Leases(StoreBase):
             left = (await conn.execute(select(func.count()).where(expired))).scalar()
         return [response_row(r) for r in rows], int(left or 0)
 
-    async def dead_owned(self, owner: str) -> tuple[list[tuple[str, str]], list[int]]:
-        """PostgreSQL: (id, owner) of the active responses whose owner is dead by its liveness
-        lock (their lease not yet expired), and the live members' keys in order."""
-        from ._pg_liveness import LOCK_CLASS
-
+    async def live_members(self, database: int) -> list[int]:
+        """PostgreSQL: the keys of the liveness locks held in `database` (an oid), in order."""
         async with self._read() as conn:
-            dead = (
-                await conn.execute(
-                    text(_DEAD_SQL),
-                    {"mark": f"%{LIVE_MARK}%", "me": owner, "now": time.time(), "cls": LOCK_CLASS},
-                )
-            ).all()
-            if not dead:
-                return [], []
-            members = (await conn.execute(text(MEMBERS_SQL))).scalars().all()
-        return [(r[0], r[1]) for r in dead], [int(m) for m in members]
+            rows = (await conn.execute(text(MEMBERS_SQL), {"db": database})).scalars().all()
+        return [int(m) for m in rows]
+
+    async def dead_owned(self, owner: str, members: Sequence[int]) -> list[tuple[str, str]]:
+        """PostgreSQL: (id, owner) of the active responses whose owner carries the liveness mark
+        and is not among the live `members` (`live_members`): dead, its lease not yet expired."""
+        params = {"now": time.time(), "mark": f"%{LIVE_MARK}%", "me": owner, "members": list(members)}
+        async with self._read() as conn:
+            rows = (await conn.execute(text(_DEAD_SQL), params)).all()
+        return [(r[0], r[1]) for r in rows]
 
     async def claim_dead(self, owner: str, dead: Sequence[tuple[str, str]]) -> list[ResponseRow]:
         """Take over these responses of dead owners (`dead_owned`), each only while its owner is

@@ -42,12 +42,12 @@ LIVE_MARK = ":live-"
 SETTLE_SECONDS = 1.5
 _RETRY = (0.2, 5.0)
 
-# The live members of this database (their lock's second key, as the unsigned oid pg_locks shows).
+# The live members: the liveness locks held in one database (the one the locks are taken in: the
+# LISTEN URL's, the same database as the main URL's), their second key as pg_locks shows it (the
+# unsigned oid, as bigint). One scan of the lock table, whatever the number of responses.
 MEMBERS_SQL = (
     f"SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = {LOCK_CLASS}::oid"
-    " AND objsubid = 2 AND granted"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    " ORDER BY objid"
+    " AND objsubid = 2 AND granted AND database = CAST(:db AS bigint)::oid ORDER BY objid"
 )
 
 
@@ -66,6 +66,7 @@ class Liveness:
         self._held_since: float | None = None
         self._first = True
         self.key: int | None = None
+        self.database: int | None = None  # the oid of the database the lock is held in
         self.impossible = False
         self._ready = asyncio.Event()
 
@@ -113,6 +114,9 @@ class Liveness:
                 if not got:
                     raise RuntimeError(f"the liveness lock of {self.owner} is held by another session")
                 self.key = await conn.fetchval(f"SELECT {key_sql('$1::text')}", self.owner)
+                self.database = await conn.fetchval(
+                    "SELECT oid::bigint FROM pg_database WHERE datname = current_database()"
+                )
                 self._held_since = time.monotonic() + (0.0 if self._first else SETTLE_SECONDS)
                 if not self._first:
                     log.warning("liveness lock taken again on %s", self._connector.where)

@@ -184,6 +184,11 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         """This process's liveness lock key as `dead_owned` lists the members' (None: no lock)."""
         return self._liveness.key if self._liveness is not None else None
 
+    @property
+    def liveness_database(self) -> int | None:
+        """The oid of the database this process's liveness lock is held in (None: no lock yet)."""
+        return self._liveness.database if self._liveness is not None else None
+
     async def close_liveness(self) -> None:
         if self._liveness is not None:
             await self._liveness.close()
