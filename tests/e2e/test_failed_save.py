@@ -54,10 +54,17 @@ def test_refused_checkpoint_commit_stops_the_run_and_recovery_resumes_the_paired
         stalled = retrieve(srv, bg.id)
         assert stalled["status"] == "in_progress"
         kept = [item["id"] for item in stalled["output"]]
-        # Nothing to wait for: while the table is gone, recovery resumes the response from its
-        # newest paired checkpoint and each attempt stops at its first save, so no output may
-        # reach the response over three supersteps' worth of time.
-        time.sleep(1.0)
+
+        # While the table is gone, recovery claims the response again and again and each
+        # attempt fails (it cannot read the checkpoints, or stops at its first save): wait for
+        # two attempts, after which no output may have reached the response.
+        def attempts() -> int:
+            return srv.log().count(f"could not recover response {bg.id}")
+
+        before = attempts()
+        wait_until(
+            lambda: attempts() >= before + 2, 30, message=lambda: f"two recovery attempts: {srv.log()}"
+        )
         assert _output_ids(srv, bg.id) == kept
         assert retrieve(srv, bg.id)["status"] == "in_progress"
     finally:
