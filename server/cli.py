@@ -1,7 +1,7 @@
 """The `durable-responses` command: `serve`, `migrate`, `purge` and `settings`.
 
 Invariant: flags override environment variables, which override defaults; every one of them
-is declared once, in `server.settings` (`durable-responses settings` lists them).
+is declared once, in `durable_responses.settings` (`durable-responses settings` lists them).
 """
 
 from __future__ import annotations

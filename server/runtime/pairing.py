@@ -32,7 +32,7 @@ from .plan import RunPlan, RunSpec
 from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace
 
-# Checkpoint writes a run may have in flight before a save waits (see `SqlPairing.on_save`).
+# Checkpoint writes a run may have in flight before a save waits (see `SqlPairing._on_save`).
 # Deep enough that a run whose supersteps are shorter than a commit never waits at a save:
 # the outbox groups the writes in flight into one transaction, and on SQLite that commit
 # waits for the GIL at each of its statements while the run keeps the loop busy (a batch of
