@@ -40,7 +40,10 @@ LIVE_MARK = ":live-"
 # After this process took its lock again (its connection was lost), it waits this long before it
 # judges others by theirs: after an outage every replica reconnects, each at its own pace.
 SETTLE_SECONDS = 1.5
-_RETRY = (0.2, 5.0)
+# Tries to take the lock again: soon, then every second at most (one connection attempt a
+# second while the database is away), less than SETTLE_SECONDS: after an outage every replica
+# holds its lock again before any of them judges the others.
+_RETRY = (0.2, 1.0)
 
 # The live members: the liveness locks held in one database (the one the locks are taken in: the
 # LISTEN URL's, the same database as the main URL's), their second key as pg_locks shows it (the
