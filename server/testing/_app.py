@@ -71,6 +71,8 @@ class FakeModelState:
     """What one fake server holds: the per-token delay, the call log and stored responses."""
 
     token_delay: float = 0.0
+    # Slept before a reply that is not streamed (a non-streaming run has no tokens to slow).
+    reply_delay: float = 0.0
     calls: list[FakeCall] = field(default_factory=list)
     refused: list[RefusedCall] = field(default_factory=list)
     stored: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
@@ -158,6 +160,8 @@ def _chat_handler(state: FakeModelState) -> Callable[[Request], Any]:
         created = int(time.time())
         model = prompt.model
         if not prompt.stream:
+            if state.reply_delay > 0:
+                await asyncio.sleep(state.reply_delay)
             call.finished = True
             return JSONResponse(
                 _chat_wire.completion(
@@ -236,6 +240,8 @@ def _responses_handler(state: FakeModelState) -> Callable[[Request], Any]:
                 state.stored[ids.response] = [*history, *responses_input_items(body), *output]
         created = int(time.time())
         if not prompt.stream:
+            if state.reply_delay > 0:
+                await asyncio.sleep(state.reply_delay)
             call.finished = True
             obj = _responses_wire.response_object(
                 body,

@@ -68,6 +68,15 @@ class FakeModel:
         self.state.token_delay = seconds
 
     @property
+    def reply_delay(self) -> float:
+        """Seconds slept before a reply that is not streamed (settable while running)."""
+        return self.state.reply_delay
+
+    @reply_delay.setter
+    def reply_delay(self, seconds: float) -> None:
+        self.state.reply_delay = seconds
+
+    @property
     def calls(self) -> list[FakeCall]:
         """A snapshot of every call so far, oldest first (`FakeCall.index` is its position)."""
         with self.state.lock:

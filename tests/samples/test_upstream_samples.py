@@ -160,7 +160,8 @@ def test_a_sample_killed_mid_run_completes_with_every_output_once(
     server_factory: Any, database_url: str, fake: FakeModel, app: str, text: str
 ) -> None:
     env = _model_env(fake)
-    fake.token_delay = 0.1
+    fake.token_delay = 0.1  # the fan-out's agents stream
+    fake.reply_delay = 2.0  # the functional sample's agents do not
     try:
         first = server_factory(database_url, app=app, env=env).start()
         mark = len(fake.calls)
@@ -173,6 +174,7 @@ def test_a_sample_killed_mid_run_completes_with_every_output_once(
         ), "killed too late"
     finally:
         fake.token_delay = 0.0
+        fake.reply_delay = 0.0
     second = server_factory(database_url, app=app, env=env).start()
     client = second.client()
     final = wait_terminal(client, created.id, timeout=90)
@@ -226,3 +228,47 @@ def test_guessing_game_killed_while_answering_completes_its_turns(
         input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "correct"}],
     )
     assert done.status == "completed" and output_texts(done)[-1] == "Guessed correctly!", done.output
+
+
+@pytest.mark.crash
+def test_agents_with_hitl_killed_while_revising_completes_its_turns(
+    server_factory: Any, database_url: str, fake: FakeModel
+) -> None:
+    """agents_with_HITL's answering turn is killed -9 while the writer revises; a restarted server
+    finishes it (the coordinator asks again, on its own DraftFeedbackRequest, no flag), and the
+    approval then completes the workflow."""
+    env = _model_env(fake)
+    first = server_factory(database_url, app=WRITER, env=env).start()
+    client = first.client()
+    paused = client.responses.create(model="m", input="Write copy for a budget electric bike.", store=True)
+    (call,) = [o for o in paused.output if o.type == "function_call"]
+    fake.token_delay = 0.2
+    try:
+        mark = len(fake.calls)
+        answering = client.responses.create(
+            model="m",
+            previous_response_id=paused.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Make it punchier."}],
+            background=True,
+        )
+        wait_until(lambda: len(fake.calls) > mark, timeout=30, message="no model call started")
+        first.kill()
+        assert db.scalar(
+            database_url, f"SELECT status FROM responses WHERE id = {db.quote(answering.id)}"
+        ) in ("queued", "in_progress"), "killed too late"
+    finally:
+        fake.token_delay = 0.0
+    second = server_factory(database_url, app=WRITER, env=env).start()
+    client = second.client()
+    revised = wait_terminal(client, answering.id, timeout=90)
+    assert revised.status == "completed", (revised.error, second.log())
+    check_sequence(stream_events(second.base_url, answering.id), label=answering.id)
+    calls = [o for o in revised.output if o.type == "function_call"]
+    assert len(calls) == 1 and "Review the draft" in calls[0].arguments, revised.output
+    done = client.responses.create(
+        model="m",
+        previous_response_id=revised.id,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "approve"}],
+    )
+    assert done.status == "completed", done.error
+    assert not [o for o in done.output if o.type == "function_call"], done.output
