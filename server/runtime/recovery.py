@@ -197,10 +197,12 @@ class Recovery:
             wake.clear()
             sleeper = asyncio.ensure_future(self._sleep_slice(slice_, strand_wakes))
             woken = asyncio.ensure_future(wake.wait(slice_))
-            done, _ = await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-            for f in (sleeper, woken):
-                if f not in done:
-                    f.cancel()
+            try:
+                done, _ = await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # (cancelled too: shutdown leaves no waiter behind)
+                for f in (sleeper, woken):
+                    if not f.done():
+                        f.cancel()
             if woken in done and woken.result():
                 return  # a hand-off: its leases are free now
             if sleeper in done and sleeper.result():
