@@ -28,10 +28,11 @@ import pytest
 from tests.support.pg import drop_pg_database, new_pg_database
 from tests.support.responses import wait_terminal
 from tests.support.servers import free_port
+from tests.support.tools import need_module
 
 from .conftest import Podman, log
 
-openai = pytest.importorskip("openai")
+openai = need_module("openai", "pip install openai, in the test extra")
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
 
