@@ -123,6 +123,18 @@ def test_structured_output_sample_agent_streams_a_turn(shared_servers: Any) -> N
     assert text.endswith('You said "Tell me about Paris, France"'), text
 
 
+def test_structured_output_sample_agent_answers_in_its_schema(shared_servers: Any) -> None:
+    """The sample's own OutputStruct asked for with text.format (the openai SDK's parse)."""
+    from tests.samples.upstream.client_with_structured_output import OutputStruct
+
+    srv: InProcessServer = shared_servers(CITY)
+    client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0)
+    parsed = client.responses.parse(model="m", input="Tell me about Paris, France", text_format=OutputStruct)
+    assert parsed.status == "completed", parsed.error
+    assert isinstance(parsed.output_parsed, OutputStruct), parsed.output_text
+    assert parsed.output_parsed.city and parsed.output_parsed.description, parsed.output_parsed
+
+
 def test_guessing_game_sample_takes_its_human_turns(shared_servers: Any) -> None:
     srv: InProcessServer = shared_servers(GUESSING)
     with httpx.Client(base_url=srv.base_url, timeout=60) as c:
