@@ -22,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import InvalidStatus
 
+from durable_responses.store import DatabaseUnavailable, Unavailable
 from tests.schema_validator import validate, validate_event
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import countdown_ticks, output_texts, retrieve, wait_status
@@ -361,3 +362,33 @@ def test_a_message_over_the_body_limit_is_a_413(tmp_path: Path) -> None:
 
 
 # endregion
+
+
+def test_a_turn_whose_events_stop_gets_a_503_naming_where_to_resume(tmp_path: Path) -> None:
+    """The relay's read fails mid-turn (the database became unavailable): the socket gets the
+    error envelope (503) naming the response and the last sequence number sent, and stays
+    usable; the rest is read over HTTP from there, nothing twice."""
+    with InProcessServer(f"sqlite:///{tmp_path}/f.db", COUNTDOWN) as srv, ws_connect(srv) as ws:
+        assert srv.service is not None
+        store: Any = srv.service.host.store
+        send_create(ws, input="12 delay=0.05")
+        seen = [recv_json(ws) for _ in range(4)]
+
+        def down(*_a: Any, **_k: Any) -> Any:
+            raise DatabaseUnavailable(Unavailable.UNREACHABLE, "ConnectionRefusedError: refused")
+
+        store.notifier.tail_after = lambda *_a: None  # every batch is read
+        store.read_events = down
+        while (event := recv_json(ws))["type"] != "error":
+            seen.append(event)
+        del store.notifier.tail_after, store.read_events  # the methods again
+        _error(event, 503, "unavailable")
+        rid, last = seen[0]["response"]["id"], seen[-1]["sequence_number"]
+        assert f"GET /v1/responses/{rid}?stream=true&starting_after={last}" in event["error"]["message"]
+        rest = stream_events(srv.base_url, rid, after=last)
+        combined = seen + rest
+        check_sequence(combined)
+        assert stream_events(srv.base_url, rid) == combined
+        # The socket is still usable.
+        assert turn(ws, input="1 delay=0")[-1]["type"] == "response.completed"
+        assert "Traceback" not in srv.log(), srv.log()
