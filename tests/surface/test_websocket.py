@@ -392,3 +392,12 @@ def test_a_turn_whose_events_stop_gets_a_503_naming_where_to_resume(tmp_path: Pa
         # The socket is still usable.
         assert turn(ws, input="1 delay=0")[-1]["type"] == "response.completed"
         assert "Traceback" not in srv.log(), srv.log()
+
+
+def test_an_unstored_turn_cannot_be_continued(shared_server: InProcessServer) -> None:
+    """Nothing of a store=false turn is kept, not even for the socket that ran it (a 404, as
+    over HTTP; README says so)."""
+    with ws_connect(shared_server) as ws:
+        rid = turn(ws, input="forget me", store=False)[0]["response"]["id"]
+        send_create(ws, input="and then?", previous_response_id=rid)
+        _error(recv_json(ws), 404, "not_found", "previous_response_id")
