@@ -185,6 +185,9 @@ def test_a_dead_worker_is_replaced_and_its_responses_taken_over_at_once(pg_url: 
         baseline = _max_seqs(pg_url, theirs)
         killed = time.monotonic()
         os.kill(victim, signal.SIGKILL)
+        # A connection the kernel queued on the victim's socket in the instant it died is reset
+        # with it (SO_REUSEPORT): probes begin once its sockets are closed.
+        time.sleep(0.2)
         answered, failed = 0, 0
         resumed: dict[str, float] = {}
         deadline = killed + 12  # bounded: the 15 s lease must not be what resumes them
