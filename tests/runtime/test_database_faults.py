@@ -16,6 +16,7 @@ import pytest
 from durable_responses.store import DatabaseUnavailable, Unavailable
 from tests.support.inprocess import InProcessServer
 from tests.support.sse import iter_frames, parse_sse
+from tests.support.waits import wait_until
 
 COUNTDOWN = "durable_responses.examples.countdown:countdown"
 
@@ -132,6 +133,8 @@ def test_statement_errors_name_no_client_value_and_a_cut_body_is_no_error(tmp_pa
         handler = logging.Handler(logging.DEBUG)
         handler.emit = records.append  # type: ignore[method-assign]
         http_log = logging.getLogger("durable_responses.http")
+        level = http_log.level
+        http_log.setLevel(logging.DEBUG)  # every record reaches the handler, INFO included
         http_log.addHandler(handler)
         try:
             with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
@@ -139,9 +142,14 @@ def test_statement_errors_name_no_client_value_and_a_cut_body_is_no_error(tmp_pa
                     b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                     b'content-length: 1000\r\n\r\n{"input": '
                 )
-                time.sleep(0.2)
-            time.sleep(0.5)
+            # The server has read the cut body to its end (the socket closed): it says so at INFO.
+            wait_until(
+                lambda: any("client disconnected mid-body" in r.getMessage() for r in records),
+                10,
+                message=lambda: str([r.getMessage() for r in records]),
+            )
             assert httpx.get(f"{srv.base_url}/readiness").status_code == 200
         finally:
             http_log.removeHandler(handler)
+            http_log.setLevel(level)
         assert not [r for r in records if r.levelno >= logging.ERROR], [r.getMessage() for r in records]
