@@ -102,17 +102,23 @@ NO_REACH = AppReach(Reach.NONE)
 
 def reach_of(probe: Any) -> AppReach:
     """How far request options reach into `probe` (the app as its factory built it)."""
-    if isinstance(probe, WorkflowAgent):
-        agents = [e for e in probe.workflow.executors.values() if isinstance(e, _AgentExecutor)]
-        return AppReach(Reach.WORKFLOW) if agents else NO_REACH
     try:
         parameters = inspect.signature(probe.run).parameters
     except (TypeError, ValueError):
         return NO_REACH
-    if "options" not in parameters:
+    if isinstance(probe, WorkflowAgent):
+        executors = getattr(getattr(probe, "workflow", None), "executors", None) or {}
+        agents = [e for e in executors.values() if isinstance(e, _AgentExecutor)]
+        # (An app's own `run()` override that does not take `client_kwargs` reaches none.)
+        return AppReach(Reach.WORKFLOW) if agents and _takes(parameters, "client_kwargs") else NO_REACH
+    if "options" not in parameters:  # (not `**kwargs`: an agent that names it takes it)
         return NO_REACH
     client = getattr(probe, "client", None)
-    return AppReach(Reach.AGENT, reasoning_key(client), takes_middleware="middleware" in parameters)
+    return AppReach(Reach.AGENT, reasoning_key(client), takes_middleware=_takes(parameters, "middleware"))
+
+
+def _takes(parameters: Mapping[str, inspect.Parameter], name: str) -> bool:
+    return name in parameters or any(p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def _unsupported(param: str, why: str) -> errors.ProtocolError:
@@ -133,8 +139,8 @@ def applied(req: CreateRequest, reach: AppReach) -> CreateRequest:
     if reach.kind == Reach.NONE:
         if fmt.get("type") in ("json_schema", "json_object"):
             raise _unsupported("text.format", f"{_NO_MODEL}, so its output cannot be made to follow a format")
-        if req.tool_choice != "auto":
-            raise _unsupported("tool_choice", _NO_MODEL)
+        if req.tool_choice not in ("auto", "none"):  # ("none" holds: nothing calls a tool)
+            raise _unsupported("tool_choice", f"{_NO_MODEL}, so no tool call can be required")
         text = None if req.text is None else {k: v for k, v in req.text.items() if k != "verbosity"}
         return dataclasses.replace(
             req,
