@@ -71,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     purge.add_argument("--dry-run", action="store_true", help="count what would be deleted; change nothing")
     purge.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
+    retire = sub.add_parser(
+        "retire",
+        help="end (failed) the responses of a retired app version that wait for a replica of it",
+    )
+    retire.add_argument("--version", required=True, help="the app version whose waiting responses to end")
+    retire.add_argument("--app", action="append", help="as for serve (the apps whose responses may be ended)")
+    retire.add_argument("--only-app", help="end only this app's responses (when several are hosted)")
+    retire.add_argument("--database-url", help="SQLAlchemy database URL (env DATABASE_URL)")
     sub.add_parser("settings", help="list every environment variable with its default (markdown)")
     return p
 
@@ -80,6 +88,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env()
     if getattr(args, "database_url", None):
         settings.store = settings.store.model_copy(update={"database_url": args.database_url})
+    if args.command == "retire" and args.app:
+        settings.runtime = type(settings.runtime).from_env(None, app=",".join(args.app))
     if args.command != "serve":
         return settings
     runtime = settings.runtime
@@ -114,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(_migrate(settings.store.database_url))
     if args.command == "purge":
         sys.exit(_purge(settings, args.older_than, dry_run=args.dry_run))
+    if args.command == "retire":
+        sys.exit(_retire(settings, args.version, args.only_app))
     sys.exit(_serve(settings, given))
 
 
@@ -133,6 +145,27 @@ def _migrate(url: str) -> int:
         print(f"{redact_url(url)}: schema already at {after} (head {head_revision()}); nothing applied")
     else:
         print(f"{redact_url(url)}: migrated from {before or 'empty'} to {after}")
+    return 0
+
+
+def _retire(settings: Settings, version: str, app: str | None) -> int:
+    """End the waiting responses of a retired app version through a host that runs no loops."""
+    from .service import StartupError, build
+
+    try:
+        service = build(settings)
+    except StartupError as exc:
+        print(f"durable-responses retire: {exc}", file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        try:
+            return await service.host.recovery.retire(version, app)
+        finally:
+            await service.store.db.dispose()
+
+    ended = asyncio.run(run())
+    print(f"ended {ended} waiting responses of version {version}" + (f" of app {app}" if app else ""))
     return 0
 
 

@@ -95,6 +95,11 @@ def ops_routes(host: Host, kit: Kit, *, admin_key: str | None, keepalive: float)
         body = await kit.read_json(request, empty={})
         return JSONResponse(await admin.reply(scope, response_id_of(request), body))
 
+    async def retire(request: Request) -> Response:
+        version = request.path_params["version"]
+        app = request.query_params.get("app") or None
+        return JSONResponse(await admin.retire(scope_of(request), version, app))
+
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.text(), media_type=metrics.CONTENT_TYPE)
 
@@ -115,6 +120,7 @@ def ops_routes(host: Host, kit: Kit, *, admin_key: str | None, keepalive: float)
                 Route("/responses/{response_id}/events", g(events), methods=["GET"]),
                 Route("/responses/{response_id}/stream", g(stream), methods=["GET"]),
                 Route("/responses/{response_id}/reply", g(reply), methods=["POST"]),
+                Route("/versions/{version}/retire", g(retire), methods=["POST"]),
             ],
         ),
     ]

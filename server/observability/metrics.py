@@ -184,6 +184,20 @@ _STORES: dict[weakref.ref[Any], Any] = {}
 _RETIRED: dict[str, Any] = {"commits": {}, "writes": {}, "fallbacks": {}, "failed": 0.0, "events": 0.0}
 
 
+# Responses waiting for a replica of their app version, by (app, version), as this replica's
+# recovery last counted them (`waiting_for_version`).
+_WAITING: dict[tuple[str, str], int] = {}
+
+
+def waiting_counts() -> dict[tuple[str, str], int]:
+    return dict(_WAITING)
+
+
+def waiting_for_version(counts: dict[tuple[str, str], int]) -> None:
+    _WAITING.clear()
+    _WAITING.update(counts)
+
+
 def watch_runs(registry: _Runs) -> None:
     """Count `registry`'s runs in `durable_responses_runs_in_flight` while it lives."""
     _RUNS.add(registry)
@@ -253,6 +267,14 @@ class _Live(Collector):
         runs = GaugeMetricFamily(PREFIX + "runs_in_flight", "Runs this replica is driving now.")
         runs.add_metric([], float(sum(len(r) for r in list(_RUNS))))
         yield runs
+        waiting = GaugeMetricFamily(
+            PREFIX + "responses_waiting_for_version",
+            "Active responses no replica like this one can run: waiting for one of their app version.",
+            labels=["app", "version"],
+        )
+        for (app, version), n in sorted(_WAITING.items()):
+            waiting.add_metric([app, version], float(n))
+        yield waiting
         families: dict[str, CounterMetricFamily] = {}
         for name, doc, labels, value in _store_samples():
             fam = families.get(name)

@@ -83,6 +83,10 @@ def unauthorized(message: str) -> ProtocolError:
     return ProtocolError(401, message, type="authentication_error", code="invalid_api_key")
 
 
+def forbidden(message: str) -> ProtocolError:
+    return ProtocolError(403, message, type="permission_error", code="forbidden")
+
+
 def not_found(message: str, *, param: str | None = None) -> ProtocolError:
     return ProtocolError(404, message, param=param, code="not_found")
 

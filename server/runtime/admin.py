@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..observability import tracing
+from ..observability import metrics, tracing
 from ..protocol import errors
 from ..protocol.request import CreateRequest, parse_create_request
 from ..store.ops import ResponseSummary
@@ -46,6 +46,7 @@ def _summary(s: ResponseSummary, now: float) -> dict[str, Any]:
         "background": s.background,
         "delivery": s.delivery,
         "app": s.app,
+        "app_version": s.app_version,
         "created_at": s.created_at,
         "completed_at": s.completed_at,
         "age_seconds": round(max(0.0, now - s.created_at), 3),
@@ -96,6 +97,18 @@ class Admin:
             # What the app takes (its kind and its input's JSON schema), as GET /v1/models shows.
             "app_input": host.app.describe(),
             "apps": list(host.lanes.names),
+            # Each app's version here, the older ones it also runs, and (admin) the responses
+            # waiting for a replica of another version, as recovery last counted them.
+            "versions": {
+                lane.name: {"runs": lane.version, "compatible": list(lane.compatible[1:])}
+                for lane in host.lanes
+            },
+            "waiting_for_version": [
+                {"app": app, "version": version, "responses": n}
+                for (app, version), n in sorted(metrics.waiting_counts().items())
+            ]
+            if scope is None
+            else [],
             "delivery": host.settings.delivery.value,
             "admin": scope is None,
             "user_id": scope,
@@ -230,6 +243,12 @@ class Admin:
     async def stream(self, scope: str | None, response_id: str, after: int) -> ResponseStream:
         await self._find(scope, response_id)
         return ResponseStream(self._host.relay.committed(response_id, after))
+
+    async def retire(self, scope: str | None, version: str, app: str | None) -> dict[str, Any]:
+        """End (`failed`) the waiting responses of a retired app version: admin only."""
+        if scope is not None:
+            raise errors.forbidden("Retiring a version ends other tenants' responses: use the admin key.")
+        return {"version": version, "ended": await self._host.recovery.retire(version, app)}
 
     async def reply(self, scope: str | None, response_id: str, body: object) -> dict[str, Any]:
         """Answer what `response_id` awaits: `{"input": [items] | "text"}`, as its own user."""

@@ -38,6 +38,7 @@ from .run import ResponseRun
 from .run_options import applied
 from .settings import RuntimeSettings
 from .turns import Turns, strategy_of
+from .versions import changes
 
 # Seconds after its run ends before a creator's subscription whose stream never started is
 # dropped (a live relay closes its own long before).
@@ -153,6 +154,8 @@ class Creator:
                 param="model",
                 code="model_mismatch",
             )
+        if prev is not None and prev.app_version and prev.app_version not in lane.compatible:
+            await self._check_version(lane, user_id, prev)
         req = encoded.request
         now = time.time()
         answered: str | None = None
@@ -180,6 +183,7 @@ class Creator:
             lease_owner=self.owner,
             lease_expires_at=now + self.store.lease_seconds,
             app=launcher.app_name,
+            app_version=lane.version or None,
             created_by=self.owner,
             trace_context=trace_context,
         )
@@ -228,6 +232,24 @@ class Creator:
 
             run.on_finished.append(drop_later)
         return Created(rid, req, run=run, subscription=sub)
+
+    async def _check_version(self, lane: Lane, user_id: str, prev: ResponseRow) -> None:
+        """Refuse (409, before anything is consumed) a turn this app version cannot continue:
+        one that restores a workflow checkpoint of another graph, or answers another version's
+        pending requests. A plain agent's (or a typed workflow's) fresh turn needs neither."""
+        restores = lane.app.is_workflow and not lane.app.typed_input
+        if not restores and not await self.store.pending_requests(prev.id, user_id):
+            return
+        old = await self.store.versions.manifest(prev.app or lane.name, str(prev.app_version))
+        changed = changes(json.loads(old) if old else None, dict(lane.manifest))
+        raise errors.conflict(
+            f"Response '{prev.id}' was made by version {prev.app_version} of the app '{lane.name}'; this "
+            f"replica runs version {lane.version}, which cannot continue it ({changed}). Send this turn "
+            f"to a replica of version {prev.app_version} (the response stays answerable), or, if the "
+            "change keeps what it needs, declare the old version compatible "
+            "(DURABLE_RESPONSES_COMPATIBLE_VERSIONS).",
+            code="app_version_mismatch",
+        )
 
     async def _existing(
         self, user_id: str, rid: str, request_hash: str, idempotency_key: bool

@@ -50,6 +50,7 @@ from .registry import RunRegistry
 from .relay import Relay, ResponseStream
 from .run import StopKind
 from .settings import RuntimeSettings
+from .versions import fingerprint, manifest_of
 from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.host")
@@ -86,8 +87,11 @@ class Host:
             settings = settings.model_copy(update={"checkpoint_types": (*settings.checkpoint_types, *extra)})
         self.settings = settings
         self.registry = RunRegistry()
-        # Each app's continuations (its launcher acts under the owner id: `_assemble`).
-        self._apps = [(name, a, Continuations(store, a, self.settings.checkpoint_types)) for name, a in named]
+        # Each app's continuations and version (its launcher acts under the owner id: `_assemble`).
+        self._apps = [
+            (name, a, Continuations(store, a, self.settings.checkpoint_types), manifest_of(a))
+            for name, a in named
+        ]
         self.continuations = self._apps[0][2]
         self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
         self.conversations = ConversationService(store, self.continuations)
@@ -111,14 +115,38 @@ class Host:
                     a,
                     cont,
                     Launcher(store, a, settings, self.registry, owner, self.webhooks, name=name),
+                    version,
+                    tuple(dict.fromkeys((version, *settings.compatible_versions))),
+                    manifest,
                 )
-                for name, a, cont in self._apps
+                for name, a, cont, manifest, version in self._versions()
             ]
         )
         self.launcher = self.lanes.default.launcher
         self.leases = LeaseKeeper(store, self.registry, owner)
         self.recovery = Recovery(store, self.lanes, self.registry, settings)
         self.creator = Creator(store, self.registry, self.lanes, self.conversations, settings)
+
+    def _versions(self) -> list[tuple[str, HostedApp, Continuations, dict[str, Any], str]]:
+        """Each app with the version it runs: the configured one, else its fingerprint."""
+        given = self.settings.app_version
+        return [(name, a, cont, m, given or fingerprint(m)) for name, a, cont, m in self._apps]
+
+    async def _record_versions(self) -> None:
+        """Keep what each version served here is made of (a refusal names what changed)."""
+        for (_name, _a, _cont, manifest), lane in zip(self._apps, self.lanes, strict=True):
+            try:
+                await self.store.versions.record(
+                    lane.name, lane.version, json.dumps(manifest, sort_keys=True)
+                )
+            except Exception as exc:  # not worth failing a start over: refusals then say less
+                log.warning("could not record app version %s of %s: %s", lane.version, lane.name, exc)
+            log.info(
+                "app %s runs version %s (also resumes: %s)",
+                lane.name,
+                lane.version,
+                ", ".join(lane.compatible[1:]) or "none",
+            )
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -129,6 +157,7 @@ class Host:
             # owner id must not claim it (nothing ran under the marked one yet).
             await self.store.close_liveness()
             self._assemble(_new_owner(live=False))
+        await self._record_versions()
         self._tasks.append(asyncio.create_task(self.leases.loop(), name="lease-loop"))
         self._tasks.append(asyncio.create_task(self.recovery.loop(), name="recovery-loop"))
         self._tasks.append(asyncio.create_task(self.webhooks.loop(), name="webhook-loop"))

@@ -11,10 +11,12 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..protocol import errors
+from ..store import Runnable
 from .apps import HostedApp
 from .continuation import Continuations
 from .launcher import Launcher
@@ -22,12 +24,16 @@ from .launcher import Launcher
 
 @dataclass(frozen=True)
 class Lane:
-    """One hosted app and the collaborators that run its responses."""
+    """One hosted app and the collaborators that run its responses; `version` is the app
+    version it records, `compatible` every version whose responses it runs (its own first)."""
 
     name: str
     app: HostedApp
     continuations: Continuations
     launcher: Launcher
+    version: str = ""
+    compatible: tuple[str, ...] = ()
+    manifest: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Lanes:
@@ -63,6 +69,11 @@ class Lanes:
                 code="model_not_found",
             )
         return lane
+
+    @property
+    def runnable(self) -> Runnable:
+        """The stored responses this server can run: its apps' responses of compatible versions."""
+        return Runnable({lane.name: lane.compatible for lane in self}, by_app=self.several)
 
     def of_response(self, app: str | None) -> Lane | None:
         """The lane of a stored response that recorded `app` (one app: always that app)."""

@@ -58,6 +58,8 @@ log = logging.getLogger("durable_responses.recovery")
 # first FAIR_WINDOW seconds of a sweep, and for good once another one is seen claiming), so
 # that the survivors alternate; alone, batches double (up to MAX_BATCH) without pauses.
 FAIR_WINDOW = 0.2
+# How often recovery counts the responses waiting for another app version (one read).
+WAITING_EVERY = 5.0
 FAIR_BATCH = 2
 BATCH_PAUSE = (0.01, 0.03)
 MAX_BATCH = 16
@@ -136,6 +138,7 @@ class Recovery:
         self._registry = registry
         self._settings = settings
         self.recovered = 0
+        self._waiting_counted = -WAITING_EVERY
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
         self._dead_seen: dict[str, float] = {}  # dead-owned response id -> when to claim it (wall)
         self._wake: Subscription | None = None
@@ -155,6 +158,7 @@ class Recovery:
             strand_wakes = True
             try:
                 claimed = await self.sweep()
+                await self._count_waiting()
                 backoff = RETRY_FIRST
                 wait = await self._until_next_expiry()
                 if claimed:
@@ -168,6 +172,14 @@ class Recovery:
                 wait, backoff = backoff, min(backoff * 2, self._retry_cap)
                 strand_wakes = False  # more runs stopping on the same outage change nothing
             await self._sleep(wait, strand_wakes)
+
+    async def _count_waiting(self) -> None:
+        """Every WAITING_EVERY seconds: the responses of versions no lane runs (a metric)."""
+        now = time.monotonic()
+        if now - self._waiting_counted < WAITING_EVERY:
+            return
+        self._waiting_counted = now
+        metrics.waiting_for_version(await self._store.versions.waiting(self._lanes.runnable))
 
     @property
     def _retry_cap(self) -> float:
@@ -254,7 +266,7 @@ class Recovery:
                     self._launcher.owner,
                     limit=batch,
                     own=own,
-                    apps=self._lanes.names if self._lanes.several else None,
+                    runnable=self._lanes.runnable,
                 )
                 if not rows:
                     # What is left of `own` is no longer ours to resume (ended, or taken over).
@@ -334,7 +346,7 @@ class Recovery:
     async def _claim_dead(self) -> list[ResponseRow]:
         """Claim the responses of dead owners that are due (`_dead_plan`)."""
         due = await self._dead_plan()
-        rows = await self._store.claim_dead(self._launcher.owner, due)
+        rows = await self._store.claim_dead(self._launcher.owner, due, self._lanes.runnable)
         if rows:
             metrics.TAKEOVERS.inc(len(rows))
             log.info("took over %d responses of dead replicas at once (liveness lock gone)", len(rows))
@@ -355,7 +367,22 @@ class Recovery:
                 self._registry.strand(row.id)
                 return down
 
-    async def resume(self, row: ResponseRow) -> None:
+    async def retire(self, version: str, app: str | None = None) -> int:
+        """End `failed` every waiting response (no live owner) of a retired app version, saying
+        so; returns how many. Those still running on a replica of that version are left to it."""
+        rows = await self._store.versions.claim_retired(self._launcher.owner, version, app)
+        for row in rows:
+            message = (
+                f"Version {version} of the app '{row.app}' was retired by an operator before this response "
+                "could finish, and no replica runs that version any more. Retry the request."
+            )
+            await self.resume(row, end_with=message)
+        if rows:
+            log.warning("ended %d responses of retired app version %s", len(rows), version)
+        return len(rows)
+
+    async def resume(self, row: ResponseRow, *, end_with: str | None = None) -> None:
+        """Resume a claimed response (or, `end_with` a message, end it `failed` with it)."""
         store = self._store
         lane = self._lanes.of_response(row.app)
         if lane is None:
@@ -401,6 +428,9 @@ class Recovery:
             closed.append(ClosedItem(item.output_index, item.item_id, "incomplete", False, final))
         if row.cancel_requested:
             await self._end(row, req, sink, closed, status="cancelled", message=None, trace=trace)
+            return
+        if end_with is not None:
+            await self._end(row, req, sink, closed, status="failed", message=end_with, trace=trace)
             return
         if not row.background:
             await self._end(

@@ -51,6 +51,21 @@ class RuntimeSettings(EnvSection):
         "with `run()` (the host builds a fresh one per run). Several apps: comma-separated "
         "`NAME=MODULE:ATTR` entries; a request's `model` picks one.",
     )
+    app_version: str | None = env_field(
+        None,
+        "DURABLE_RESPONSES_APP_VERSION",
+        "The version of the app this replica runs, recorded with every response it creates; only a "
+        "replica of a compatible version resumes, takes over or continues a response. Unset: a "
+        "fingerprint of its workflow's executors, edges and declared types (an agent's name and tools).",
+        shown_default="a fingerprint of the app",
+        max_length=64,
+    )
+    compatible_versions: tuple[str, ...] = env_field(
+        (),
+        "DURABLE_RESPONSES_COMPATIBLE_VERSIONS",
+        "Older app versions (comma-separated) whose responses this replica may resume and continue too, "
+        "e.g. after a change that keeps the workflow's graph.",
+    )
     delivery: Delivery = env_field(
         Delivery.LIVE,
         "DURABLE_RESPONSES_DELIVERY",
@@ -211,7 +226,7 @@ class RuntimeSettings(EnvSection):
             )
         return self
 
-    @field_validator("checkpoint_types", mode="before")
+    @field_validator("checkpoint_types", "compatible_versions", mode="before")
     @classmethod
     def _comma_list(cls, value: Any) -> Any:
         if isinstance(value, str):

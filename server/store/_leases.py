@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
-from sqlalchemy import and_, case, func, or_, select, text, update
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, text, update
 
 from . import _tables as t
 from ._base import StoreBase, response_row
@@ -19,6 +19,7 @@ from .errors import lost_to_concurrency
 from .records import (
     ACTIVE_STATUSES,
     ResponseRow,
+    Runnable,
 )
 
 # Tries of a lease renewal that PostgreSQL aborted for a concurrent transaction.
@@ -56,7 +57,7 @@ class Leases(StoreBase):
         *,
         limit: int = 50,
         own: Collection[str] = (),
-        apps: Collection[str] | None = None,
+        runnable: Runnable | None = None,
     ) -> tuple[list[ResponseRow], int]:
         """Take over active responses whose lease expired (or that never had one), and those of
         `own` still leased to `owner` (its runs that stopped on a database error: the lease
@@ -69,15 +70,14 @@ class Leases(StoreBase):
         Also returns how many are left to claim after these (in the same transaction): a
         sweep that sees fewer left than it expected knows another replica claims too.
 
-        `apps`: only responses that recorded one of these apps (None: any)."""
+        `runnable`: only the responses of the apps and versions it names (None: any)."""
         now = time.time()
         c = t.responses.c
         lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
         mine = and_(c.id.in_(list(own)), c.lease_owner == owner) if own else None
         expired = and_(c.status.in_(ACTIVE_STATUSES), lapsed if mine is None else or_(lapsed, mine))
-        if apps is not None:
-            # A server hosting several apps takes over only the responses of its apps.
-            expired = and_(expired, c.app.in_(list(apps)))
+        if runnable is not None:
+            expired = and_(expired, runnable_condition(runnable))
         if self.dialect != POSTGRESQL:
             # SQLite: a look without a lock first. Most sweeps find nothing, and a claim's
             # transaction holds the one write lock every commit needs across several round trips
@@ -134,7 +134,9 @@ class Leases(StoreBase):
             rows = (await conn.execute(text(_DEAD_SQL), params)).all()
         return [(r[0], r[1]) for r in rows]
 
-    async def claim_dead(self, owner: str, dead: Sequence[tuple[str, str]]) -> list[ResponseRow]:
+    async def claim_dead(
+        self, owner: str, dead: Sequence[tuple[str, str]], runnable: Runnable | None = None
+    ) -> list[ResponseRow]:
         """Take over these responses of dead owners (`dead_owned`), each only while its owner is
         still the one found dead (another survivor may have claimed it meanwhile): a crash
         takeover, counted."""
@@ -143,6 +145,8 @@ class Leases(StoreBase):
         c = t.responses.c
         was = or_(*(and_(c.id == rid, c.lease_owner == old) for rid, old in dead))
         still = and_(c.status.in_(ACTIVE_STATUSES), was)
+        if runnable is not None:
+            still = and_(still, runnable_condition(runnable))
         pick = select(c.id).where(still).order_by(c.id).with_for_update(skip_locked=True)
         async with self._write() as conn:
             ids = list((await conn.execute(pick)).scalars())
@@ -254,3 +258,14 @@ class Leases(StoreBase):
                 await conn.execute(
                     text("SELECT pg_notify(:ch, :payload)"), {"ch": CHANNEL, "payload": notify}
                 )
+
+
+def runnable_condition(runnable: Runnable) -> ColumnElement[bool]:
+    """The responses a replica can run (`Runnable`): of one of its apps (when it hosts several)
+    and of a version it runs, or of no recorded version."""
+    c = t.responses.c
+    parts = []
+    for app, versions in runnable.versions.items():
+        version = or_(c.app_version.is_(None), c.app_version.in_(list(versions)))
+        parts.append(and_(c.app == app, version) if runnable.by_app else version)
+    return or_(*parts)

@@ -23,6 +23,8 @@ Tables:
 - `takeovers`: one row per recovery of a response: when, by which replica, from which checkpoint.
 - `checkpoint_log`: one row per checkpoint ever committed (a trigger on `checkpoints` writes it,
   migration 0005), kept when old checkpoints are pruned: which superstep paired what.
+- `app_versions`: each version of each app a replica has served, with its manifest (what the
+  version is made of), so a refusal can say what changed between two versions.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ responses = Table(
     # The app and the replica that created it (the lease owner is cleared when it ends).
     Column("app", String(256), nullable=True),
     Column("created_by", String(200), nullable=True),
+    # The version of the app that made it (its checkpoints are that version's too): only a
+    # replica running a compatible version resumes or continues it (migration 0006).
+    Column("app_version", String(64), nullable=True),
     # JSON: the creating request's W3C trace context and each life's run span (`tracing`).
     Column("trace_context", Text, nullable=True),
 )
@@ -239,6 +244,15 @@ checkpoint_log = Table(
     Column("created_at", Float, nullable=False),
 )
 
+app_versions = Table(
+    "app_versions",
+    metadata,
+    Column("app", String(256), primary_key=True),
+    Column("version", String(64), primary_key=True),
+    Column("manifest", Text, nullable=False),  # JSON: executors, edges, types; or name, tools
+    Column("first_seen", Float, nullable=False),
+)
+
 ALL_TABLES = (
     responses,
     input_items,
@@ -253,4 +267,5 @@ ALL_TABLES = (
     webhook_deliveries,
     takeovers,
     checkpoint_log,
+    app_versions,
 )

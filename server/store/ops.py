@@ -42,6 +42,7 @@ class ResponseSummary:
     conversation_id: str | None
     previous_response_id: str | None
     trace_context: str | None
+    app_version: str | None = None
     awaiting_input: bool = False  # a pending request waits for its answer
 
 
@@ -83,6 +84,7 @@ _COLUMNS = (
     _r.conversation_id,
     _r.previous_response_id,
     _r.trace_context,
+    _r.app_version,
 )
 _p = t.pending_requests.c
 _AWAITING = exists().where(and_(_p.response_id == _r.id, _p.status == "pending")).label("awaiting_input")

@@ -7,6 +7,7 @@ the hot path never re-serializes what it already serialized once.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -60,6 +61,17 @@ class ResponseRow:
     app: str | None = None
     created_by: str | None = None
     trace_context: str | None = None  # JSON (see `_tables.responses`)
+    app_version: str | None = None
+
+
+@dataclass(frozen=True)
+class Runnable:
+    """The stored responses a replica can run: per app name, the app versions it runs (its own
+    and those it declares compatible). A response without a recorded version is anyone's.
+    `by_app`: several apps are hosted, so the response's app must match as well."""
+
+    versions: Mapping[str, tuple[str, ...]]
+    by_app: bool = False
 
 
 class EventRow(NamedTuple):

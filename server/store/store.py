@@ -51,6 +51,7 @@ from .records import (
 from .retention import Retention
 from .settings import LEASE_SECONDS
 from .stats import StoreStats
+from .versions import VersionStore
 from .webhooks import WebhookStore
 
 log = logging.getLogger("durable_responses.store")
@@ -89,6 +90,8 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
         # The operator's reads and the record of takeovers; the deletion of old responses.
         self.ops = OpsStore(db)
         self.retention = Retention(db)
+        # Which version of an app made what, and the responses waiting for a version.
+        self.versions = VersionStore(db, lease_seconds)
 
     @classmethod
     def open(cls, url: str, *, connection: ConnectionOptions | None = None, **kwargs: Any) -> Store:
