@@ -30,6 +30,7 @@ CUSTOM_APP = DEPLOY / "custom-app"
 # the postgres image. FOUNDRY_* and the observability ones are injected by Foundry, never set by us.
 SERVER_VARS = {
     "DURABLE_RESPONSES_APP",
+    "DURABLE_RESPONSES_APP_VERSION",
     "DATABASE_URL",
     "HOST",
     "PORT",
