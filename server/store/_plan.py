@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, text, update
+from sqlalchemy import and_, bindparam, delete, func, insert, text, update
 from sqlalchemy.sql import Executable
 
 from . import _sql
@@ -64,9 +64,14 @@ _INSERT_WEBHOOK_EVENT = insert(t.webhook_events)
 _INSERT_WEBHOOK_DELIVERY = insert(t.webhook_deliveries)
 _INSERTS = {
     spec.table.name: insert(spec.table)
-    for spec in (_sql.INPUTS, _sql.EVENTS, _sql.ITEMS, _sql.CHECKPOINTS, _sql.PENDING)
+    for spec in (_sql.INPUTS, _sql.EVENTS, _sql.ITEMS, _sql.CHECKPOINTS, _sql.PENDING, _sql.JOURNAL)
 }
 _PRUNE = text(_sql.PRUNE)
+_j = t.journal.c
+_JOURNAL_KEEP = delete(t.journal).where(
+    and_(_j.response_id == bindparam("b_id"), _j.checkpoint_id != bindparam("b_keep"))
+)
+_JOURNAL_CLEAR = delete(t.journal).where(_j.response_id == bindparam("b_id"))
 
 
 def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = None) -> list[Op]:
@@ -78,6 +83,7 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in _INSERTS}
     inputs, events, items = rows["input_items"], rows["events"], rows["output_items"]
     checkpoints, pending = rows["checkpoints"], rows["pending_requests"]
+    journal = rows["journal"]
     tail: list[Op] = []
     # Keyed by (response, owner), not by response: a stale owner's write that shares a batch
     # with the current owner's write to the same response must still be fenced off.
@@ -98,6 +104,13 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
         if w.checkpoint is not None:
             checkpoints.append(_sql.CHECKPOINTS.mapping(rid, w.checkpoint))
         pending.extend(_sql.PENDING.mapping(rid, p) for p in w.pending)
+        journal.extend(_sql.JOURNAL.mapping(rid, j) for j in w.journal)
+        # (After every insert of the batch: a deletion never targets a later write's records,
+        # which belong to the kept checkpoint or, after an end, to nothing.)
+        if w.journal_keep is not None:
+            tail.append(Op(_JOURNAL_KEEP, {"b_id": rid, "b_keep": w.journal_keep}))
+        if w.journal_clear:
+            tail.append(Op(_JOURNAL_CLEAR, {"b_id": rid}))
         if w.status is not None:
             tail.append(Op(_STATUS, {"b_id": rid, "b_status": w.status}))
         if w.finish is not None:
@@ -109,7 +122,7 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
             tail.extend(webhook_ops(event, now))
     # One executemany per table (the creation's response row is already first: its inputs
     # and events refer to it).
-    for name in ("input_items", "events", "output_items", "checkpoints", "pending_requests"):
+    for name in ("input_items", "events", "output_items", "checkpoints", "pending_requests", "journal"):
         if rows[name]:
             ops.append(Op(_INSERTS[name], rows[name]))
     ops.extend(tail)
@@ -169,7 +182,13 @@ def qualifies(w: Write) -> bool:
         and w.prune is None
         and not w.pending
         and not w.webhooks
+        and not has_journal(w)
     )
+
+
+def has_journal(w: Write) -> bool:
+    """Whether `w` records or deletes journal records (the general path writes those)."""
+    return bool(w.journal) or w.journal_keep is not None or w.journal_clear
 
 
 def is_plain_creation(w: Write) -> bool:
@@ -184,6 +203,7 @@ def is_plain_creation(w: Write) -> bool:
         and w.finish is None
         and w.prune is None
         and not w.webhooks
+        and not has_journal(w)
     )
 
 
@@ -197,6 +217,7 @@ def is_plain_end(w: Write) -> bool:
         and w.checkpoint is None
         and not w.pending
         and not w.webhooks  # (a webhook event takes the general path: `webhook_ops`)
+        and not has_journal(w)
     )
 
 

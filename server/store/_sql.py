@@ -25,6 +25,7 @@ from .records import (
     EventRow,
     Finish,
     InputItemRow,
+    JournalRow,
     OutputItemRow,
     PendingRequestRow,
     ResponseRow,
@@ -123,6 +124,7 @@ EVENTS = _spec(t.events, EventRow, over="events")
 ITEMS = _spec(t.output_items, OutputItemRow, over="items")
 CHECKPOINTS = _spec(t.checkpoints, CheckpointRow, over="checkpoint", many=False, extra=frozenset({"seq"}))
 PENDING = _spec(t.pending_requests, PendingRequestRow, over="pending")
+JOURNAL = _spec(t.journal, JournalRow, over="journal", extra=frozenset({"seq"}))
 
 # -- reads -------------------------------------------------------------------------------------
 

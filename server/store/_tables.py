@@ -21,6 +21,8 @@ Tables:
   of the background response it reports.
 - `webhook_deliveries`: one row per event and endpoint: attempts, the next one, its lease.
 - `takeovers`: one row per recovery of a response: when, by which replica, from which checkpoint.
+- `journal`: the model and tool calls of a response's current superstep (a plain agent's: of
+  its run), so a re-run after a crash replays them instead of calling again (migration 0007).
 - `checkpoint_log`: one row per checkpoint ever committed (a trigger on `checkpoints` writes it,
   migration 0005), kept when old checkpoints are pruned: which superstep paired what.
 - `app_versions`: each version of each app a replica has served, with its manifest (what the
@@ -253,6 +255,23 @@ app_versions = Table(
     Column("first_seen", Float, nullable=False),
 )
 
+# Appended through the outbox with the events of the same run (fenced, in order); a superstep's
+# rows are deleted with the checkpoint that follows it, a plain agent's with the end.
+journal = Table(
+    "journal",
+    metadata,
+    Column("seq", _BigId, primary_key=True, autoincrement=True),
+    Column("response_id", String(128), nullable=False),
+    Column("checkpoint_id", String(128), nullable=False),
+    Column("executor", String(256), nullable=False),
+    Column("place", String(256), nullable=False),
+    Column("state", String(8), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("data", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+Index("ix_journal_response", journal.c.response_id, journal.c.seq)
+
 ALL_TABLES = (
     responses,
     input_items,
@@ -268,4 +287,5 @@ ALL_TABLES = (
     takeovers,
     checkpoint_log,
     app_versions,
+    journal,
 )

@@ -22,6 +22,7 @@ __all__ = [
     "EventRow",
     "Finish",
     "InputItemRow",
+    "JournalRow",
     "LeaseLost",
     "OutputItemRow",
     "PendingRequestRow",
@@ -127,6 +128,23 @@ class PendingRequestRow:
 
 
 @dataclass(slots=True, frozen=True)
+class JournalRow:
+    """One record of a response's journal (`_tables.journal`): a model call's updates when its
+    stream ended, or a tool call's intent (before it runs) or its result (`state` "done").
+
+    Rows are only appended: the newest row of a (checkpoint, executor, place) is the one that
+    counts, so a write retried after a commit in doubt does no harm."""
+
+    checkpoint_id: str  # the checkpoint the superstep started from ("" for a plain agent)
+    executor: str  # the executor (or plain agent) that made the call
+    place: str  # "model:<n>" (the n-th model call of the scope) or "tool:<call_id>"
+    state: str  # "done" or "intent" (tool calls only)
+    digest: str  # of the call's input: a record replays only for the same input
+    data: str  # JSON: the model call's updates, or the tool's result
+    created_at: float
+
+
+@dataclass(slots=True, frozen=True)
 class Finish:
     """The terminal transition of a response, written with its terminal event."""
 
@@ -177,6 +195,12 @@ class Write:
     # A background response's end: its webhook events (the end's, and one more when the response
     # waits for a person), committed in the same transaction.
     webhooks: tuple[WebhookEvent, ...] = ()
+    # Journal records of model and tool calls, and the deletion of records no re-run needs:
+    # `journal_keep` deletes the response's records of every checkpoint but this one (with the
+    # checkpoint that supersedes them), `journal_clear` all of them (with the end).
+    journal: list[JournalRow] = field(default_factory=list)
+    journal_keep: str | None = None
+    journal_clear: bool = False
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.
     urgent: bool = False

@@ -91,6 +91,7 @@ _BY_RESPONSE = (
     t.pending_requests,
     t.takeovers,
     t.conversation_items,
+    t.journal,
 )
 
 

@@ -44,6 +44,7 @@ from .records import (
     ACTIVE_STATUSES,
     EventRow,
     InputItemRow,
+    JournalRow,
     OutputItemRow,
     ResponseRow,
     Write,
@@ -311,6 +312,19 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
             rows = (await conn.execute(q)).all()
         return [OutputItemRow(*r) for r in rows]
 
+    async def journal(self, response_id: str) -> list[JournalRow]:
+        """The response's journal records, oldest first (a newer record of the same place
+        supersedes an older one)."""
+        j = t.journal.c
+        q = (
+            select(*(j[c] for c in _sql.JOURNAL.value_columns))
+            .where(j.response_id == response_id)
+            .order_by(j.seq)
+        )
+        async with self._read() as conn:
+            rows = (await conn.execute(q)).all()
+        return [JournalRow(*r) for r in rows]
+
     async def input_items(self, response_id: str) -> list[InputItemRow]:
         q = (
             select(t.input_items.c.position, t.input_items.c.item_id, t.input_items.c.data)
@@ -447,6 +461,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations):
                 t.conversation_items,
                 t.takeovers,
                 t.checkpoint_log,
+                t.journal,
             ):
                 await conn.execute(delete(table).where(table.c.response_id == response_id))
         self.notifier.publish(response_id)
