@@ -9,6 +9,7 @@ from .runtime.apps import HostedApp
 from .runtime.checkpoint_storage import SqlCheckpointStorage
 from .runtime.context import RequestContext, request_context
 from .runtime.host import Host
+from .runtime.journal import journaled, not_safe_to_rerun, tool_idempotency_key
 from .runtime.settings import Delivery, RuntimeSettings
 from .service import Service, StartupError, build, build_app, prepare
 from .settings import Settings, SettingsError
@@ -35,6 +36,9 @@ __all__ = [
     "build",
     "build_app",
     "create_app",
+    "journaled",
+    "not_safe_to_rerun",
     "prepare",
     "request_context",
+    "tool_idempotency_key",
 ]

@@ -22,6 +22,9 @@ EXPECTED = {
     "__version__",
     "create_app",
     "request_context",
+    "journaled",
+    "not_safe_to_rerun",
+    "tool_idempotency_key",
 }
 
 

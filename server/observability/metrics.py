@@ -161,6 +161,13 @@ WEBSOCKET_MESSAGES = _counter(
     "WebSocket mode client messages, by what each got: a turn (created) or its error's status.",
     ["outcome"],
 )
+JOURNAL_CALLS = _counter(
+    "journal_calls",
+    "Model and tool calls of the journal, by outcome: recorded, replayed from the journal instead "
+    "of called again, re-run (a tool a crash interrupted, run again under its idempotency key).",
+    ["outcome"],
+)
+JOURNAL_BYTES = _histogram("journal_record_bytes", "Size of each journal record written.", _BYTES)
 PURGED = _counter("retention_purged_responses", "Responses deleted by retention (sweeper and purge).")
 
 

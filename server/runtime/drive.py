@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent_framework import AgentSession
@@ -28,7 +28,9 @@ from agent_framework import AgentSession
 from ..observability import metrics
 from ..protocol import events as ev
 from ..protocol.response import build_response
+from ..store import JournalRow
 from ._af_private import on_events_end, pace_events
+from .journal import RunJournal, activate, install
 from .pairing import Pairing
 from .plan import RunPlan, RunSpec
 from .run_options import NO_REACH, AppReach, run_kwargs
@@ -99,8 +101,14 @@ class Driver:
         meter: UsageMeter,
         commit_lag: float,
         delivery: str = "live",
+        journal: RunJournal | None = None,
+        journal_records: Callable[[], Awaitable[list[JournalRow]]] | None = None,
     ) -> None:
         self._spec = spec
+        # The journal of this run's model and tool calls, and where an earlier life's records
+        # are read from (None: a first run has none).
+        self._journal = journal
+        self._journal_records = journal_records
         self._delivery = delivery
         self._meter = meter
         self._plan = plan
@@ -156,6 +164,14 @@ class Driver:
             kwargs["tools"] = plan.tools
         # The request's options, as agent-framework takes them for this app (`run_options`).
         kwargs.update(run_kwargs(spec.request, self._reach, agent))
+        journal = self._journal
+        if journal is not None:
+            if self._journal_records is not None:
+                journal.load(await self._journal_records())
+            journal.checkpoint_id = plan.checkpoint_id or ""
+            kwargs.update(install(agent, is_workflow=self._is_workflow))
+            # The agents' calls (in this task and every task it spawns) record in this journal.
+            activate(journal)
         # The model calls of this task and of every task it spawns count for this response.
         self._meter.activate()
         live = sink.live

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from ..observability import metrics
-from ..store import Store
+from ..store import JournalRow, Store
 from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
 from .drive import Driver
 from .ending import Ending
+from .journal import RunJournal
 from .mapping import ItemMapper, approval_calls
 from .memory import MemoryPairing, MemorySink
 from .pairing import SqlPairing
@@ -92,8 +94,10 @@ class Launcher:
         next_index: int = 0,
         defer: bool = False,
         trace: RunTrace = NO_TRACE,
+        resumed: bool = False,
     ) -> ResponseRun:
-        """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`)."""
+        """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`;
+        resumed: an earlier life of the response ran, its journal records are read)."""
         mapper = ItemMapper(
             spec.response_id,
             sink.emit,
@@ -110,10 +114,14 @@ class Launcher:
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         pairing.trace = trace
         ending = Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace)
+        journal = RunJournal(spec.response_id, sink.record if self._settings.journal else None)
+        sink.journal = journal
+        # Only a run that resumes an earlier life of the response can find records.
+        records = (lambda: self._store.journal(spec.response_id)) if resumed else None
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, meter),
+            driver=self._driver(spec, plan, sink, pairing, meter, journal, records),
             ending=ending,
             hand_over=lambda outage: self._hand_over(spec.response_id, outage=outage),
             trace=trace,
@@ -153,7 +161,7 @@ class Launcher:
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, meter),
+            driver=self._driver(spec, plan, sink, pairing, meter, RunJournal(spec.response_id, None)),
             ending=Ending(spec, sink, pairing, None, RunUsage(meter, mapper.usage)),
             hand_over=nothing_to_release,
             trace=trace,
@@ -167,6 +175,8 @@ class Launcher:
         sink: SqlSink | MemorySink,
         pairing: SqlPairing | MemoryPairing,
         meter: UsageMeter,
+        journal: RunJournal,
+        journal_records: Callable[[], Awaitable[list[JournalRow]]] | None = None,
     ) -> Driver:
         return Driver(
             spec,
@@ -180,6 +190,8 @@ class Launcher:
             commit_lag=self._settings.commit_lag,
             meter=meter,
             delivery="live" if sink.live else "durable",
+            journal=journal,
+            journal_records=journal_records,
         )
 
     def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:

@@ -478,7 +478,7 @@ class Recovery:
         )
         recover.end()
         metrics.RECOVERIES.inc(outcome="resumed")
-        launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace)
+        launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace, resumed=True)
 
     async def _plan(
         self, continuations: Continuations, row: ResponseRow, req: CreateRequest, own_cp: Any

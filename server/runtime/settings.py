@@ -157,6 +157,13 @@ class RuntimeSettings(EnvSection):
         gt=0,
     )
 
+    journal: bool = env_field(
+        True,
+        "DURABLE_RESPONSES_JOURNAL",
+        "Record each model and tool call of a stored response in the outbox, so a re-run after a "
+        "crash replays finished calls instead of making them again (`off`: re-run them).",
+    )
+
     webhook_urls: tuple[str, ...] = env_field(
         (),
         "DURABLE_RESPONSES_WEBHOOK_URL",

@@ -15,6 +15,9 @@ Invariants:
   every event handed over earlier (the outbox commits in submission order).
 - Nothing is handed over after a failed write of the same sink: `send()` raises instead, so a
   checkpoint can never be committed behind outputs that were lost.
+- Journal records (`journal.RunJournal`) go through the same writes: `record()` hands them over
+  alone (a durable stream's held events stay held); a checkpoint that starts a superstep
+  deletes the records of the one before in its own write, the end all of them.
 """
 
 from __future__ import annotations
@@ -26,17 +29,20 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..observability import metrics
 from ..protocol.sse import dumps
 from ..store import (
     CheckpointRow,
     EventRow,
     Finish,
+    JournalRow,
     OutputItemRow,
     PendingRequestRow,
     Store,
     WebhookEvent,
     Write,
 )
+from .journal import RunJournal
 from .open_items import ClosedItem
 
 # Given a response's end (and the output items that wait for a person), the webhook events to
@@ -114,6 +120,13 @@ class Sink(ABC):
         """Wait until every event emitted so far is committed, handing over what is held."""
         await self.commit()
 
+    def record(self, rows: list[JournalRow], urgent: bool) -> asyncio.Future[None]:
+        """Hand journal records to the outbox as one write of their own; do not wait. A sink
+        that stores nothing records nothing."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
     def lagging(self, limit: float) -> bool:
         """Whether a write handed over more than `limit` seconds ago is still not committed."""
         return False
@@ -149,6 +162,8 @@ class SqlSink(Sink):
         # (one transaction), and `on_webhook` is told once it is committed.
         self.webhook_for: WebhookFor | None = None
         self.on_webhook: Callable[[], None] | None = None
+        # The run's journal, when its agents record their calls (see `journal`).
+        self.journal: RunJournal | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         seq = self.seq
@@ -217,6 +232,19 @@ class SqlSink(Sink):
             usage = None
         else:
             self._usage_sent = usage
+        keep, clear = None, False
+        journal = self.journal
+        if journal is not None and (
+            finish is not None or (checkpoint is not None and not checkpoint.awaits_input)
+        ):
+            # The end, or a checkpoint that starts a superstep (not one a continuation saves
+            # before its input, whose superstep is still the one before it): the records held
+            # so far serve no re-run once this write commits.
+            if journal.dirty:
+                clear = finish is not None
+                keep = None if clear or checkpoint is None else checkpoint.checkpoint_id
+            if finish is None and checkpoint is not None:
+                journal.new_superstep(checkpoint.checkpoint_id)
         write = Write(
             response_id=self._rid,
             owner=self._owner,
@@ -232,6 +260,8 @@ class SqlSink(Sink):
             if finish is not None and self.webhook_for
             else (),
             usage=usage,
+            journal_keep=keep,
+            journal_clear=clear,
         )
         self._pending = []
         fut = self._store.submit(write)
@@ -239,5 +269,14 @@ class SqlSink(Sink):
         if write.webhooks and self.on_webhook is not None:
             wake = self.on_webhook
             fut.add_done_callback(lambda f: wake() if not f.cancelled() and f.exception() is None else None)
+        self._inflight.append((asyncio.get_running_loop().time(), fut))
+        return fut
+
+    def record(self, rows: list[JournalRow], urgent: bool) -> asyncio.Future[None]:
+        self._check()
+        for row in rows:
+            metrics.JOURNAL_BYTES.observe(len(row.data))
+        fut = self._store.submit(Write(response_id=self._rid, owner=self._owner, journal=rows, urgent=urgent))
+        fut.add_done_callback(self._on_done)
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut
