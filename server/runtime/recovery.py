@@ -276,6 +276,12 @@ class Recovery:
                 for row in rows:
                     own.discard(row.id)
                     registry.stranded.discard(row.id)
+                    if registry.get(row.id) is not None:
+                        # Our own run, still going: its lease lapsed while this process was busy
+                        # (the claim renewed it). A second run would write beside the first under
+                        # the same owner, which no fence tells apart.
+                        log.warning("response %s: its lease lapsed while its run went on here", row.id)
+                        continue
                     tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
                 if len(rows) < batch:
                     break

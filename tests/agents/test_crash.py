@@ -152,8 +152,9 @@ CRASHES = {
         ["assistant: Tool lookup_order returned: order A1 shipped on 2026-11-30"],
         2,  # a plain agent has no checkpoints: its whole run is the unit a crash repeats
         input="lookup_order order_id=A1",
-        # The tool ran (and was shown, completed) before the kill; the rerun ran it again.
-        types=["mcp_call", "mcp_call", "message"],
+        # The tool ran (and was shown, completed) before the kill; the rerun replays the model's
+        # call and the tool's result from the journal: the same call, shown once.
+        types=["mcp_call", "message"],
     ),
 }
 

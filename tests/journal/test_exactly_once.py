@@ -123,6 +123,7 @@ class Scenario:
         self.finished_at: dict[int, float] = {}  # fake call index -> when the test saw it end
         self.kills: list[str] = []
         self.kill_marks: list[int] = []  # how many model calls there were at each kill
+        self.recompleted = 0  # logical tool calls that ran to completion twice (same key)
 
     def start(self) -> ServerProcess:
         self.lives += 1
@@ -131,7 +132,6 @@ class Scenario:
             app=self.app.factory,
             workdir=self.tmp / f"life{self.lives}",
             env=self.env,
-            log_level="info",
         ).start()
 
     def create(self, server: ServerProcess) -> None:
@@ -228,6 +228,7 @@ class Scenario:
                 done = [e for e in runs if e["event"] == "done"]
                 keys = {e["key"] for e in runs}
                 allowed_runs = 1 + self.tool_windows[(tool, order)]
+                self.recompleted += len(done) > 1
                 if not 1 <= len(done) <= allowed_runs or len(keys) != 1 or None in keys:
                     problems.append(
                         f"{rid} {tool}: {len(done)} completions (at most {allowed_runs}), keys {keys}"
@@ -287,5 +288,6 @@ def test_kill_9_repeats_no_finished_tool_or_model_call(name: str, database_url: 
     print(
         f"{name}: kills {scenario.kills}; {len(fake.calls)} model calls "
         f"({RESPONSES * app.model_calls} ideal, {sum(scenario.in_flight_kills.values())} kills in a call); "
-        f"tool calls caught between their end and their record: {sum(scenario.tool_windows.values())}"
+        f"tool calls caught between their end and their result reaching the model: "
+        f"{sum(scenario.tool_windows.values())}, of which ran again (same key): {scenario.recompleted}"
     )
