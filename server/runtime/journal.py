@@ -67,6 +67,7 @@ __all__ = [
     "install",
     "journaled",
     "not_safe_to_rerun",
+    "recorded_message_ids",
     "tool_idempotency_key",
 ]
 
@@ -207,6 +208,21 @@ def decode_update(value: dict[str, Any]) -> ChatResponseUpdate:
     )
 
 
+def recorded_message_ids(rows: Sequence[JournalRow]) -> set[str]:
+    """The ids of the messages the recorded model calls of `rows` streamed (what a replay of
+    them streams again)."""
+    found: set[str] = set()
+    for row in rows:
+        if not row.place.startswith("model:") or row.state != "done":
+            continue
+        body = json.loads(row.data)
+        for update in body.get("updates", ()):
+            fields = update.get("d", update)
+            if isinstance(fields.get("message_id"), str):
+                found.add(fields["message_id"])
+    return found
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=repr)
 
@@ -235,7 +251,13 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
     if isinstance(value, Content):
-        return _canonical(encode_content(value))
+        # Its fields that have a value, whichever way it was made (streamed live with its raw
+        # chunk, or read back from a checkpoint or a record without it).
+        return {
+            k: _canonical(v)
+            for k, v in vars(value).items()
+            if k not in _VOLATILE and v is not None and v is not False and v != {} and v != []
+        }
     if isinstance(value, BaseModel):
         return _canonical(value.model_dump(mode="json"))
     if hasattr(value, "to_dict") and callable(value.to_dict):

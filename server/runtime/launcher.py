@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from ..observability import metrics
 from ..store import JournalRow, Store
@@ -26,6 +26,7 @@ from .ending import Ending
 from .journal import RunJournal
 from .mapping import ItemMapper, approval_calls
 from .memory import MemoryPairing, MemorySink
+from .open_items import OpenItem
 from .pairing import SqlPairing
 from .plan import RunPlan, RunSpec
 from .registry import RunRegistry
@@ -95,9 +96,13 @@ class Launcher:
         defer: bool = False,
         trace: RunTrace = NO_TRACE,
         resumed: bool = False,
+        journal_rows: list[JournalRow] | None = None,
+        resumed_items: Sequence[OpenItem] = (),
     ) -> ResponseRun:
         """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`;
-        resumed: an earlier life of the response ran, its journal records are read)."""
+        resumed: an earlier life of the response ran, its journal records are read, or given as
+        `journal_rows`; `resumed_items`: message items a crash left open that the re-run's replay
+        of their recorded model call continues)."""
         mapper = ItemMapper(
             spec.response_id,
             sink.emit,
@@ -106,6 +111,7 @@ class Launcher:
             server_label=self._app.name,
             answered_calls=approval_calls(plan.messages),
             server_tools=self._settings.server_tools,
+            resumed=resumed_items,
         )
         meter = UsageMeter()
         usage = RunUsage(meter, mapper.usage, Usage.from_body(plan.prior_usage))
@@ -117,7 +123,20 @@ class Launcher:
         journal = RunJournal(spec.response_id, sink.record if self._settings.journal else None)
         sink.journal = journal
         # Only a run that resumes an earlier life of the response can find records.
-        records = (lambda: self._store.journal(spec.response_id)) if resumed else None
+        records: Callable[[], Awaitable[list[JournalRow]]] | None = None
+        if journal_rows is not None:
+            rows = journal_rows
+
+            async def given() -> list[JournalRow]:
+                return rows
+
+            records = given
+        elif resumed:
+
+            async def read() -> list[JournalRow]:
+                return await self._store.journal(spec.response_id)
+
+            records = read
         run = ResponseRun(
             spec,
             sink=sink,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,8 @@ from .open_items import (
     REASONING,
     ClosedItem,
     OpenItem,
+    message_item_id,
+    message_key,
     ran_tool_item_id,
     request_message_id,
 )
@@ -89,6 +91,7 @@ class ItemMapper:
         server_label: str = "agent",
         answered_calls: Mapping[str, AnsweredCall] | None = None,
         server_tools: str = SERVER_TOOLS_MCP,
+        resumed: Sequence[OpenItem] = (),
     ) -> None:
         self._response_id = response_id
         self._emit = emit
@@ -124,6 +127,13 @@ class ItemMapper:
         # Told of every item closed before a commit point (an `mcp_call`), right after its
         # closing event: the pairing writes its row with that event.
         self.on_closed: Callable[[ClosedItem], None] | None = None
+        # Message items a crash left open whose model call the journal replays (recovery): they
+        # go on as the same items; one the re-run never replays to its end closes `incomplete`.
+        self._shown: set[str] = set()  # ids of the items this mapper opened
+        self._alias: dict[str, str] = {}  # a message id's key -> the key its item has
+        for item in resumed:
+            self._open[item.key] = item
+            self._shown.add(item.item_id)
 
     @property
     def has_open(self) -> bool:
@@ -177,6 +187,7 @@ class ItemMapper:
     ) -> OpenItem:
         index = self._next_index()
         item_id = item_id or ids.output_item_id(self._response_id, index, kind)
+        self._shown.add(item_id)
         opened = OpenItem(index, item_id, kind, key)
         self._open[key] = opened
         self._emit(ev.output_item_added(index, item(item_id)))
@@ -187,8 +198,19 @@ class ItemMapper:
         return f"{prefix}:{author}:#{self._serial}"
 
     def _text(self, update: AgentResponseUpdate, author: str, text: str, replace: bool) -> None:
+        item_id = None
         if update.message_id:
-            key = f"msg:{author}:{update.message_id}"
+            by_id = message_key(update.message_id)
+            key = self._alias.get(by_id, by_id)
+            if key not in self._open:
+                derived = message_item_id(self._response_id, update.message_id)
+                if derived in self._announced or derived in self._shown:
+                    # The same message shown again (a workflow that yields an earlier reply
+                    # once more): a new item, as any other.
+                    key = self._fresh_key("msg", author)
+                else:
+                    key, item_id = by_id, derived
+                self._alias[by_id] = key
         else:
             current = self._current.get(author)
             key = (
@@ -199,10 +221,18 @@ class ItemMapper:
         self._current[author] = key
         item = self._open.get(key)
         if item is None:
-            item = self._open_item(MESSAGE, key, lambda i: items.message_item(i, status="in_progress"))
+            item = self._open_item(
+                MESSAGE, key, lambda i: items.message_item(i, status="in_progress"), item_id
+            )
             self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
         if replace and item.text_parts:
             return  # the whole text again, after its deltas
+        if item.replay_pending and text:
+            # A replayed model call continues an item a crash left open: what the stream showed
+            # already is not shown again.
+            seen = min(item.replay_pending, len(text))
+            item.replay_pending -= seen
+            text = text[seen:]
         if text:
             item.text_parts.append(text)
             self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
@@ -386,6 +416,14 @@ class ItemMapper:
         closed: list[ClosedItem] = []
         done = status == "completed"
         for item in sorted(self._open.values(), key=lambda i: i.output_index):
+            if item.replay_pending and done:
+                # Resumed for a replay that never came (the call was made live instead): what
+                # the stream showed of it is not a completed item.
+                self._emit(ev.output_item_done(item.output_index, item.final("incomplete")))
+                closed.append(
+                    ClosedItem(item.output_index, item.item_id, "incomplete", False, item.final("incomplete"))
+                )
+                continue
             final = item.final(status)
             if done and item.kind == MESSAGE:
                 self._emit(ev.output_text_done(item.item_id, item.output_index, 0, item.text))

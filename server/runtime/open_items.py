@@ -35,6 +35,9 @@ class OpenItem:
     server_label: str = ""
     error: str | None = None
     approval_request_id: str | None = None
+    # Text a crash left on the stream that the re-run's replayed model call (the journal) sends
+    # again: not shown twice (see `mapping.ItemMapper`'s `resumed`).
+    replay_pending: int = 0
 
     @property
     def text(self) -> str:
@@ -93,6 +96,17 @@ _KINDS = {MESSAGE, FUNCTION_CALL, FUNCTION_CALL_OUTPUT, REASONING, APPROVAL, MCP
 def request_message_id(request_id: str, n: int) -> str:
     """The id of the n-th message a request shows (see the module docstring)."""
     return ids.output_item_id(f"request:{request_id}", n, MESSAGE)
+
+
+def message_item_id(response_id: str, message_id: str) -> str:
+    """The id of the `message` item of a model's message that has an id (derived from it): the
+    re-run of a recorded model call (the journal) continues the same item."""
+    return ids.output_item_id(f"{response_id}:msg:{message_id}", 0, MESSAGE)
+
+
+def message_key(message_id: str) -> str:
+    """The mapper's key of the message item of a model's message that has an id."""
+    return f"msg:id:{message_id}"
 
 
 def ran_tool_item_id(response_id: str, call_id: str) -> str:

@@ -40,9 +40,18 @@ from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .ending import Ending, Interrupted
 from .faults import database_error
+from .journal import recorded_message_ids
 from .lanes import Lanes
 from .lives import Lives
-from .open_items import ClosedItem, announced, reopen_from_events
+from .open_items import (
+    MESSAGE,
+    ClosedItem,
+    OpenItem,
+    announced,
+    message_item_id,
+    message_key,
+    reopen_from_events,
+)
 from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .settings import RuntimeSettings
@@ -426,7 +435,18 @@ class Recovery:
         next_index = max(max_index.result(), highest) + 1
         start_seq = max(max_seq.result(), raw[-1].seq if raw else -1) + 1
         sink = launcher.sink(row.id, start_seq, row.delivery, background=row.background)
-        # Close what the crash interrupted: never completed, never part of the output.
+        # A message whose model call the journal recorded goes on as the same item when the
+        # re-run replays that call; close the rest of what the crash interrupted: never
+        # completed, never part of the output.
+        journal_rows = await store.journal(row.id) if self._settings.journal else []
+        replayed = {message_item_id(row.id, m): m for m in recorded_message_ids(journal_rows)}
+        resumed: list[OpenItem] = []
+        for item in open_items:
+            if item.kind == MESSAGE and item.item_id in replayed:
+                item.key = message_key(replayed[item.item_id])
+                item.replay_pending = len(item.text)
+                resumed.append(item)
+        open_items = [item for item in open_items if item not in resumed]
         closed: list[ClosedItem] = []
         for item in open_items:
             final = item.final("incomplete")
@@ -484,7 +504,16 @@ class Recovery:
         )
         recover.end()
         metrics.RECOVERIES.inc(outcome="resumed")
-        launcher.launch(spec, plan, sink=sink, next_index=next_index, trace=trace, resumed=True)
+        launcher.launch(
+            spec,
+            plan,
+            sink=sink,
+            next_index=next_index,
+            trace=trace,
+            resumed=True,
+            journal_rows=journal_rows,
+            resumed_items=resumed,
+        )
 
     async def _plan(
         self, continuations: Continuations, row: ResponseRow, req: CreateRequest, own_cp: Any

@@ -9,7 +9,8 @@ each execution to a file, so a test outside the server process counts them.
 
 Apps (zero-argument factories for `--app`): `shop_agent` (one agent, one tool),
 `shop_sequential` (a Sequential of three agents with a tool each), `shop_chain` (a workflow of
-three chained agent executors with a tool each). Each agent calls its tool when the tool's name
+three chained agent executors with a tool each), `shop_fanout` (an agent, then two agents in
+one superstep: one without a tool, one with). Each agent calls its tool when the tool's name
 is in the user's text (the fake's rule), so the input names the tools to call.
 """
 
@@ -95,6 +96,16 @@ def shop_sequential() -> Workflow:
     """stocker, reserver, cashier in turn, each calling its tool: say
     `check_stock reserve_items send_receipt order_id=X`."""
     return SequentialBuilder(participants=_three()).build()
+
+
+def shop_fanout() -> Workflow:
+    """An intake agent, then two agents in one superstep: a talker (no tool) and the cashier
+    (`send_receipt`): the talker's reply is streamed and its call finished while the cashier's
+    tool may still run (the hold file)."""
+    intake = _agent("intake", "who takes the order", [])
+    talker = _agent("talker", "who chats with the customer", [])
+    cashier = _agent("cashier", "who sends receipts", [send_receipt])
+    return WorkflowBuilder(start_executor=intake).add_fan_out_edges(intake, [talker, cashier]).build()
 
 
 def shop_chain() -> Workflow:
