@@ -4,6 +4,8 @@
   intent before it runs and its result after), appended through the outbox with the events of
   the same run; a superstep's rows are deleted with the checkpoint that follows it, a plain
   agent's with the response's end.
+- responses.journal: the journal's counts over the response's lives (calls recorded, replayed,
+  re-run), kept with the fence of each write that changed them, for the operator view.
 
 Revision ID: 0007
 Revises: 0006
@@ -22,6 +24,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("responses") as batch:
+        batch.add_column(sa.Column("journal", sa.Text, nullable=True))
     op.create_table(
         "journal",
         sa.Column(
@@ -45,3 +49,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_journal_response", table_name="journal")
     op.drop_table("journal")
+    with op.batch_alter_table("responses") as batch:
+        batch.drop_column("journal")

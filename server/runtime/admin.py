@@ -218,8 +218,26 @@ class Admin:
             }
             for d in await store.webhooks.deliveries(response_id=response_id)
         ]
+        journal = {
+            # Over every life of the response: calls recorded, replayed instead of made again,
+            # tools run again under their idempotency key.
+            "counts": json.loads(row.journal) if row.journal else {"recorded": 0, "replayed": 0, "rerun": 0},
+            # What a re-run would replay now (the superstep after the newest checkpoint).
+            "records": [
+                {
+                    "checkpoint_id": j.checkpoint_id or None,
+                    "executor": j.executor,
+                    "place": j.place,
+                    "state": j.state,
+                    "bytes": len(j.data),
+                    "created_at": j.created_at,
+                }
+                for j in await store.journal(response_id)
+            ],
+        }
         return {
             "summary": _summary(s, time.time()),
+            "journal": journal,
             "response": await self._host.response_json(row),
             "items": items,
             "events": [{"seq": e.seq, "type": e.type, "data": json.loads(e.data)} for e in events],

@@ -169,7 +169,10 @@ class Driver:
             if self._journal_records is not None:
                 journal.load(await self._journal_records())
             journal.checkpoint_id = plan.checkpoint_id or ""
-            kwargs.update(install(agent, is_workflow=self._is_workflow))
+            for key, value in install(agent, is_workflow=self._is_workflow).items():
+                # After the host's own per-run middleware (a tool-call limit counts every call,
+                # replayed or not).
+                kwargs[key] = [*kwargs.get(key, ()), *value] if key == "middleware" else value
             # The agents' calls (in this task and every task it spawns) record in this journal.
             activate(journal)
         # The model calls of this task and of every task it spawns count for this response.

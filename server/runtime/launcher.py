@@ -23,7 +23,7 @@ from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
 from .drive import Driver
 from .ending import Ending
-from .journal import RunJournal
+from .journal import JournalStats, RunJournal, unreachable
 from .mapping import ItemMapper, approval_calls
 from .memory import MemoryPairing, MemorySink
 from .open_items import OpenItem
@@ -68,6 +68,8 @@ class Launcher:
         self.telemetry = Telemetry(self.app_name, owner)
         # Usage is counted from the framework's model-call spans (see `usage`).
         ensure_usage_spans()
+        if settings.journal:
+            _log_unreachable(app, self.app_name)
 
     def sink(
         self,
@@ -120,7 +122,11 @@ class Launcher:
         pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
         pairing.trace = trace
         ending = Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace)
-        journal = RunJournal(spec.response_id, sink.record if self._settings.journal else None)
+        journal = RunJournal(
+            spec.response_id,
+            sink.record if self._settings.journal else None,
+            stats=JournalStats.from_json(plan.prior_journal),
+        )
         sink.journal = journal
         # Only a run that resumes an earlier life of the response can find records.
         records: Callable[[], Awaitable[list[JournalRow]]] | None = None
@@ -249,6 +255,23 @@ class Launcher:
             await self._store.release_answers(response_id)
         except Exception:
             log.exception("response %s: clean-up after the run failed", response_id)
+
+
+def _log_unreachable(app: HostedApp, name: str) -> None:
+    """Once, at start-up: the executors whose agents the journal cannot reach by itself."""
+    try:
+        hidden = unreachable(app.build(), is_workflow=app.is_workflow)
+    except Exception as exc:  # the app's factory: the first run reports it
+        log.debug("app %s: not inspected for the journal: %r", name, exc)
+        return
+    if hidden:
+        log.info(
+            "app %s: the journal records the model and tool calls of agent executors; an agent that "
+            "executor(s) %s build themselves is recorded only if they pass it to "
+            "durable_responses.journaled(agent)",
+            name,
+            ", ".join(hidden),
+        )
 
 
 def _count_end(run: ResponseRun) -> None:

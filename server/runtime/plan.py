@@ -30,6 +30,8 @@ class RunPlan:
     # The response's usage (its Response `usage` JSON) as the last committed write of an earlier
     # life of the response left it on the response row: recovery adds this run's model calls.
     prior_usage: str | None = None
+    # The journal's counts (`responses.journal`) as earlier lives left them.
+    prior_journal: str | None = None
 
 
 @dataclass(frozen=True)

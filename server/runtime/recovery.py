@@ -150,6 +150,8 @@ class Recovery:
         self._waiting_counted = -WAITING_EVERY
         self._lives = Lives(store, launcher.telemetry, launcher.owner)
         self._dead_seen: dict[str, float] = {}  # dead-owned response id -> when to claim it (wall)
+        # Responses this process is resuming now (claimed, not yet launched): see `_resume_one`.
+        self._resuming: set[str] = set()
         self._wake: Subscription | None = None
         self._last_members: list[int] | None = None
         self._lost_member = False
@@ -285,12 +287,6 @@ class Recovery:
                 for row in rows:
                     own.discard(row.id)
                     registry.stranded.discard(row.id)
-                    if registry.get(row.id) is not None:
-                        # Our own run, still going: its lease lapsed while this process was busy
-                        # (the claim renewed it). A second run would write beside the first under
-                        # the same owner, which no fence tells apart.
-                        log.warning("response %s: its lease lapsed while its run went on here", row.id)
-                        continue
                     tasks.append(asyncio.create_task(self._resume_one(row, gate), name=f"resume-{row.id}"))
                 if len(rows) < batch:
                     break
@@ -370,6 +366,19 @@ class Recovery:
     async def _resume_one(self, row: ResponseRow, gate: asyncio.Semaphore) -> DatabaseUnavailable | bool:
         """Resume one claimed response: True, False (an error, logged), or the database's
         unavailability (the response is ours: stranded, resumed once writes work)."""
+        if row.id in self._resuming or self._registry.get(row.id) is not None:
+            # Claimed again while this process resumes or runs it (its lease lapsed while the
+            # process was busy, or two claims raced): a second run would write beside the first
+            # under the same owner, which no fence tells apart.
+            log.warning("response %s: claimed again while it runs here; not resumed twice", row.id)
+            return False
+        self._resuming.add(row.id)
+        try:
+            return await self._resume_claimed(row, gate)
+        finally:
+            self._resuming.discard(row.id)
+
+    async def _resume_claimed(self, row: ResponseRow, gate: asyncio.Semaphore) -> DatabaseUnavailable | bool:
         async with gate:
             try:
                 await self.resume(row)
@@ -484,6 +493,7 @@ class Recovery:
         plan = await self._plan(lane.continuations, row, req, own_cp)
         # The usage the killed run's last committed write kept: the model calls of earlier lives.
         plan.prior_usage = row.usage
+        plan.prior_journal = row.journal
         plan.announced = announced(json.loads(o.data) for o in outputs.result())
         log.info(
             "recovering response %s from %s (prepared in %.0f ms)",

@@ -162,8 +162,10 @@ class SqlSink(Sink):
         # (one transaction), and `on_webhook` is told once it is committed.
         self.webhook_for: WebhookFor | None = None
         self.on_webhook: Callable[[], None] | None = None
-        # The run's journal, when its agents record their calls (see `journal`).
+        # The run's journal, when its agents record their calls (see `journal`), and its counts
+        # as last sent (a write carries them when they changed).
         self.journal: RunJournal | None = None
+        self._journal_sent: str | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
         seq = self.seq
@@ -262,6 +264,7 @@ class SqlSink(Sink):
             usage=usage,
             journal_keep=keep,
             journal_clear=clear,
+            journal_stats=self._journal_stats(),
         )
         self._pending = []
         fut = self._store.submit(write)
@@ -272,11 +275,28 @@ class SqlSink(Sink):
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut
 
+    def _journal_stats(self) -> str | None:
+        """The journal's counts, when they changed since a write last carried them."""
+        if self.journal is None or self.journal.record is None:
+            return None
+        stats = self.journal.stats.json()
+        if stats == (self._journal_sent or self.journal.baseline):
+            return None
+        self._journal_sent = stats
+        return stats
+
     def record(self, rows: list[JournalRow], urgent: bool) -> asyncio.Future[None]:
         self._check()
         for row in rows:
             metrics.JOURNAL_BYTES.observe(len(row.data))
-        fut = self._store.submit(Write(response_id=self._rid, owner=self._owner, journal=rows, urgent=urgent))
+        write = Write(
+            response_id=self._rid,
+            owner=self._owner,
+            journal=rows,
+            urgent=urgent,
+            journal_stats=self._journal_stats(),
+        )
+        fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut

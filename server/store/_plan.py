@@ -45,7 +45,11 @@ _INSERT_RESPONSE = insert(t.responses)
 _FENCE = (
     update(t.responses)
     .where(and_(_r.id == bindparam("b_id"), _r.lease_owner == bindparam("b_owner")))
-    .values(lease_expires_at=bindparam("b_until"), usage=func.coalesce(bindparam("b_usage"), _r.usage))
+    .values(
+        lease_expires_at=bindparam("b_until"),
+        usage=func.coalesce(bindparam("b_usage"), _r.usage),
+        journal=func.coalesce(bindparam("b_journal"), _r.journal),
+    )
 )
 _STATUS = update(t.responses).where(_r.id == bindparam("b_id")).values(status=bindparam("b_status"))
 _FINISH_BINDS = tuple(f"b_{c}" for c in _sql.FINISH_COLUMNS)
@@ -79,6 +83,7 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
     writes = list(writes)
     # The usage a (response, owner)'s fence keeps: its last write's in the batch that has one.
     usage = {(w.response_id, w.owner): w.usage for w in writes if w.usage is not None}
+    stats = {(w.response_id, w.owner): w.journal_stats for w in writes if w.journal_stats is not None}
     ops: list[Op] = []
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in _INSERTS}
     inputs, events, items = rows["input_items"], rows["events"], rows["output_items"]
@@ -97,7 +102,13 @@ def plan(writes: Iterable[Write], *, lease_seconds: float, now: float | None = N
         if w.owner is not None and (rid, w.owner) not in fenced:
             fenced.add((rid, w.owner))
             until = w.lease_until if w.lease_until is not None else now + lease_seconds
-            params = {"b_id": rid, "b_owner": w.owner, "b_until": until, "b_usage": usage.get((rid, w.owner))}
+            params = {
+                "b_id": rid,
+                "b_owner": w.owner,
+                "b_until": until,
+                "b_usage": usage.get((rid, w.owner)),
+                "b_journal": stats.get((rid, w.owner)),
+            }
             ops.append(Op(_FENCE, params, fence=rid))
         events.extend(_sql.EVENTS.mapping(rid, e) for e in w.events)
         items.extend(_sql.ITEMS.mapping(rid, i) for i in w.items)
@@ -188,7 +199,7 @@ def qualifies(w: Write) -> bool:
 
 def has_journal(w: Write) -> bool:
     """Whether `w` records or deletes journal records (the general path writes those)."""
-    return bool(w.journal) or w.journal_keep is not None or w.journal_clear
+    return bool(w.journal) or w.journal_keep is not None or w.journal_clear or w.journal_stats is not None
 
 
 def is_plain_creation(w: Write) -> bool:

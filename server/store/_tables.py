@@ -81,6 +81,8 @@ responses = Table(
     Column("app_version", String(64), nullable=True),
     # JSON: the creating request's W3C trace context and each life's run span (`tracing`).
     Column("trace_context", Text, nullable=True),
+    # JSON: the journal's counts over every life (`{"recorded", "replayed", "rerun"}`).
+    Column("journal", Text, nullable=True),
 )
 Index("ix_responses_created_at", responses.c.created_at)
 Index("ix_responses_active_lease", responses.c.status, responses.c.lease_expires_at)

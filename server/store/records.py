@@ -63,6 +63,7 @@ class ResponseRow:
     created_by: str | None = None
     trace_context: str | None = None  # JSON (see `_tables.responses`)
     app_version: str | None = None
+    journal: str | None = None  # JSON: the journal's counts (see `_tables.responses`)
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,8 @@ class Write:
     journal: list[JournalRow] = field(default_factory=list)
     journal_keep: str | None = None
     journal_clear: bool = False
+    # The journal's counts so far (JSON), set when they changed: kept on the response row.
+    journal_stats: str | None = None
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.
     urgent: bool = False

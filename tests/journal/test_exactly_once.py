@@ -124,6 +124,7 @@ class Scenario:
         self.kills: list[str] = []
         self.kill_marks: list[int] = []  # how many model calls there were at each kill
         self.recompleted = 0  # logical tool calls that ran to completion twice (same key)
+        self.journal_counts: Counter[str] = Counter()  # the operator view's, over the responses
 
     def start(self) -> ServerProcess:
         self.lives += 1
@@ -253,7 +254,15 @@ class Scenario:
             if len(texts) != self.app.texts or len(set(texts)) != len(texts):
                 problems.append(f"{rid}: output texts {texts}")
             check_sequence(stream_events(server.base_url, rid), label=rid)
+            counts = httpx.get(f"{server.base_url}/v1/admin/responses/{rid}", timeout=10).json()["journal"][
+                "counts"
+            ]
+            for outcome in ("recorded", "replayed", "rerun"):
+                self.journal_counts[outcome] += counts[outcome]
         assert not problems, "\n".join(problems)
+        # The operator view counts the calls each response recorded, replayed and ran again.
+        assert self.journal_counts["recorded"] >= RESPONSES * (self.app.model_calls + len(self.app.tools))
+        assert self.journal_counts["replayed"] > 0 and self.journal_counts["rerun"] > 0, self.journal_counts
 
 
 @pytest.mark.parametrize("name", list(APPS))
@@ -289,5 +298,6 @@ def test_kill_9_repeats_no_finished_tool_or_model_call(name: str, database_url: 
         f"{name}: kills {scenario.kills}; {len(fake.calls)} model calls "
         f"({RESPONSES * app.model_calls} ideal, {sum(scenario.in_flight_kills.values())} kills in a call); "
         f"tool calls caught between their end and their result reaching the model: "
-        f"{sum(scenario.tool_windows.values())}, of which ran again (same key): {scenario.recompleted}"
+        f"{sum(scenario.tool_windows.values())}, of which ran again (same key): {scenario.recompleted}; "
+        f"operator view: {dict(scenario.journal_counts)}"
     )

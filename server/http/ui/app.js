@@ -138,6 +138,10 @@ function renderDetail(d) {
     <th>#</th><th>paired checkpoint</th><th>events up to</th><th>events</th><th>items closed</th><th>size</th><th>committed</th></tr></thead><tbody>
     ${d.supersteps.map((c) => `<tr><td>${c.superstep}</td><td class="mono">${esc(c.checkpoint_id)}</td><td>${c.event_seq}</td><td>${c.events}</td>
       <td class="mono">${esc(c.items_closed.join(", "))}</td><td>${c.bytes} B</td><td>${when(c.created_at)}</td></tr>`).join("")}</tbody></table>`}`;
+  const jc = d.journal.counts;
+  $("#journal").innerHTML = `<h2>Journal</h2><p>${jc.recorded} calls recorded, ${jc.replayed} replayed instead of made again, ${jc.rerun} tools run again under their idempotency key.</p>
+    ${d.journal.records.length === 0 ? `<p class="muted">No record held (a re-run would replay nothing).</p>` : `<table><thead><tr><th>agent</th><th>call</th><th>record</th><th>size</th><th>recorded</th></tr></thead><tbody>
+    ${d.journal.records.map((j) => `<tr><td class="mono">${esc(j.executor)}</td><td class="mono">${esc(j.place)}</td><td>${esc(j.state)}</td><td>${j.bytes} B</td><td>${when(j.created_at)}</td></tr>`).join("")}</tbody></table>`}`;
   $("#items").innerHTML = `<h2>Items</h2>${d.items.length === 0 ? `<p class="muted">None closed yet.</p>` : `<table><thead><tr><th>index</th><th>type</th><th>status</th><th>content</th></tr></thead><tbody>
     ${d.items.map((i) => `<tr><td>${i.output_index}</td><td>${esc(i.item.type)}</td><td>${badge(i.status)}${i.included ? "" : " <span class=muted>(not in output)</span>"}</td>
       <td>${esc(short(itemText(i.item), 300))}</td></tr>`).join("")}</tbody></table>`}`;
@@ -189,7 +193,7 @@ async function streamEvents(id, after, onEvent, signal) {
 
 async function showResponse(id) {
   view.innerHTML = `<p><a href="#/">← all responses</a></p><div id="head"></div><div id="pending"></div><div id="final"></div>
-    <div id="lives"></div><div id="supersteps"></div><div id="items"></div>
+    <div id="lives"></div><div id="supersteps"></div><div id="journal"></div><div id="items"></div>
     <h2>Timeline <span id="event-count" class="muted" data-n="0"></span></h2>
     <table id="timeline"><thead><tr><th>seq</th><th>event</th><th>what</th></tr></thead><tbody></tbody></table>
     <div id="webhooks"></div>`;
