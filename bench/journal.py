@@ -51,7 +51,7 @@ def chain() -> Workflow:
         return Agent(client=client, name=name, instructions=f"You are {name}.", tools=[look_up])
 
     a, b, c = agent("first"), agent("second"), agent("third")
-    return WorkflowBuilder(start_executor=a).add_chain([a, b, c]).build()
+    return WorkflowBuilder(name="journal_chain", start_executor=a).add_chain([a, b, c]).build()
 
 
 def _port() -> int:

@@ -7,7 +7,8 @@ each execution to a file, so a test outside the server process counts them.
 - `JOURNAL_TOOL_HOLD`: a path; while a file exists there, a tool that started waits (up to a
   minute) before it finishes, so a test can kill the server while a tool runs.
 
-Apps (zero-argument factories for `--app`): `shop_agent` (one agent, one tool),
+Apps (zero-argument factories for `--app`; a workflow is named: an unnamed one gets a fresh
+random name per build, so a new process would take it for another app): `shop_agent` (one agent, one tool),
 `shop_sequential` (a Sequential of three agents with a tool each), `shop_chain` (a workflow of
 three chained agent executors with a tool each), `shop_fanout` (an agent, then two agents in
 one superstep: one without a tool, one with). Each agent calls its tool when the tool's name
@@ -105,10 +106,11 @@ def shop_fanout() -> Workflow:
     intake = _agent("intake", "who takes the order", [])
     talker = _agent("talker", "who chats with the customer", [])
     cashier = _agent("cashier", "who sends receipts", [send_receipt])
-    return WorkflowBuilder(start_executor=intake).add_fan_out_edges(intake, [talker, cashier]).build()
+    builder = WorkflowBuilder(name="shop_fanout", start_executor=intake)
+    return builder.add_fan_out_edges(intake, [talker, cashier]).build()
 
 
 def shop_chain() -> Workflow:
     """The same three agents as a chain of agent executors in a plain workflow."""
     a, b, c = _three()
-    return WorkflowBuilder(start_executor=a).add_chain([a, b, c]).build()
+    return WorkflowBuilder(name="shop_chain", start_executor=a).add_chain([a, b, c]).build()
