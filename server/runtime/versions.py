@@ -39,9 +39,9 @@ def _shape(app: HostedApp) -> dict[str, Any]:
             for edge in group.edges
             if not edge.source_id.startswith("internal:")
         )
+        # (Not its name: an unnamed builder's is random per build.)
         return {
             "kind": "workflow",
-            "name": workflow.name,
             "start": workflow.start_executor_id,
             "executors": {
                 eid: f"{type(e).__module__}.{type(e).__qualname__}"

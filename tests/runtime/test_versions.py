@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pytest
+from agent_framework import Workflow, WorkflowBuilder
 
+from durable_responses.examples.countdown import Countdown, CountdownStart
 from durable_responses.runtime.apps import HostedApp
 from durable_responses.runtime.versions import changes, fingerprint, manifest_of
 
@@ -14,6 +16,20 @@ def test_the_fingerprint_is_the_same_for_every_build_of_one_app() -> None:
     two = manifest_of(HostedApp.load("durable_responses.examples.approval:approval"))
     assert one == two and fingerprint(one) == fingerprint(two)
     assert fingerprint(one).startswith("fp-") and len(fingerprint(one)) == 15
+
+
+def test_an_unnamed_workflow_has_one_fingerprint_across_builds() -> None:
+    app = HostedApp.load("tests.runtime.test_versions:unnamed")
+    assert "WorkflowBuilder-" in str(app.build().workflow.name)  # random per build
+    assert fingerprint(manifest_of(app)) == fingerprint(manifest_of(app))
+
+
+def unnamed() -> Workflow:
+    start, ticker = CountdownStart(), Countdown()
+    builder = WorkflowBuilder(start_executor=start, output_from=[ticker])
+    builder.add_edge(start, ticker)
+    builder.add_edge(ticker, ticker)
+    return builder.build()
 
 
 def test_a_renamed_executor_is_another_version_and_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
