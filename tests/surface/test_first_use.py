@@ -68,8 +68,9 @@ def test_make_serve_serves_the_app_named_and_ctrl_c_ends_it_cleanly(tmp_path: Pa
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
     # The server stopped cleanly (exit 0: make reports no failed recipe, "*** [serve] Error
-    # 130"); make itself got the Ctrl+C too and ends by it, as any interrupted command does.
-    assert proc.returncode == -signal.SIGINT, out
+    # 130"); make got the Ctrl+C too and ends by it, or (when its recipe had already ended
+    # cleanly by the time it looked) exits 0: both are a clean stop.
+    assert proc.returncode in (0, -signal.SIGINT), out
     assert "***" not in out and "Error" not in out, out
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
     assert "Application shutdown complete" in out, out
