@@ -72,8 +72,9 @@ pytest: $(TEST_STAMP) $(OLDEST_STAMP)
 
 # The oldest supported agent-framework: the type check and the tests that run the framework
 # (the host's runtime, real agents and orchestrations, the test apps, agent-framework's own
-# samples, kill -9 recovery); the rest of the suite does not depend on its release.
-OLDEST_TESTS ?= tests/runtime tests/agents tests/apps tests/samples tests/crash
+# samples, kill -9 recovery, the call journal's middleware); the rest of the suite does not
+# depend on its release.
+OLDEST_TESTS ?= tests/runtime tests/agents tests/apps tests/samples tests/crash tests/journal
 pytest-oldest: $(OLDEST_STAMP)
 	$(OLDEST_BIN)/mypy --cache-dir .mypy_cache/oldest
 	$(OLDEST_BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup --durations=10 \
