@@ -72,6 +72,9 @@ class Crash:
     slow_from: str | None = None  # the agent whose first call turns the token delay on (None: at once)
     input: str = QUESTION_TEXT
     types: list[str] = field(default_factory=list)  # the final output's item types (default: messages)
+    # Seconds per streamed token while the call to interrupt runs: the window in which every
+    # agent of `kill_in_flight` must be mid-call at once.
+    token_delay: float = SLOW
 
 
 CRASHES = {
@@ -92,6 +95,9 @@ CRASHES = {
         [_said("researcher"), _said("marketer"), _said("legal")],
         3,
         kill_in_flight=frozenset({"researcher", "marketer", "legal"}),
+        # Three calls that start one after another must all still run when the third starts:
+        # on a loaded machine the third starts up to ~1.5 s after the first.
+        token_delay=0.4,
     ),
     "handoff": Crash(
         "handoff",
@@ -307,7 +313,7 @@ class Killed:
 
 
 @contextmanager
-def start_times(fake: FakeModel, slow_from: str | None) -> Iterator[dict[int, float]]:
+def start_times(fake: FakeModel, slow_from: str | None, delay: float = SLOW) -> Iterator[dict[int, float]]:
     """The wall-clock time each model call reached the fake (call index -> time), recorded by
     the fake's own `record` (wrapped for the duration): comparable with a checkpoint's
     `created_at`, which the server takes with the same clock. The first call of `slow_from`
@@ -321,7 +327,7 @@ def start_times(fake: FakeModel, slow_from: str | None) -> Iterator[dict[int, fl
         call = record(**kwargs)
         stamps[call.index] = at
         if call.agent == slow_from:
-            fake.token_delay = SLOW
+            fake.token_delay = delay
         return call
 
     fake.state.record = stamped  # type: ignore[method-assign]
@@ -334,13 +340,13 @@ def start_times(fake: FakeModel, slow_from: str | None) -> Iterator[dict[int, fl
 def run_and_kill(case: Crash, life: FirstLife, fake: FakeModel) -> Killed:
     """Start the case's response (background, streamed), wait for its kill point, kill -9."""
     mark = fake.mark()
-    fake.token_delay = SLOW if case.slow_from is None else 0.0
+    fake.token_delay = case.token_delay if case.slow_from is None else 0.0
     probe = Checkpoints(life.database_url)
 
     def calls() -> list[FakeCall]:
         return fake.calls_since(mark)
 
-    with start_times(fake, case.slow_from) as started:
+    with start_times(fake, case.slow_from, case.token_delay) as started:
         live = LiveStream(
             life.server.base_url,
             {"model": "fake-model", "input": case.input, "background": True, "stream": True},
