@@ -39,8 +39,12 @@ from bench.hosts import postgres
 from bench.hosts.ours import ours_server
 from bench.hosts.process import ServerProc, kill_leftovers
 from bench.stats import balanced_orders, median
+from durable_responses.store.settings import LEASE_SECONDS
 
-ENV = {"DURABLE_RESPONSES_LEASE_SECONDS": "15", "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3"}
+ENV = {
+    "DURABLE_RESPONSES_LEASE_SECONDS": f"{LEASE_SECONDS:g}",
+    "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
+}
 # The last commit before observability landed (the tracing comparison's "code without it").
 BASELINE_REF = "7486c09"
 BURST, STEPS = "bench.apps:burst", "bench.apps:steps"

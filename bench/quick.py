@@ -25,10 +25,11 @@ import httpx
 from bench.hosts import postgres
 from bench.hosts.ours import ours_server
 from bench.hosts.process import ServerProc, kill_leftovers
+from durable_responses.store.settings import LEASE_SECONDS
 
-# The server's settings of this benchmark since it was written: a 15 s lease, recovery every 0.5 s.
+# The server's settings of this benchmark since it was written: its default lease, recovery every 0.5 s.
 ENV = {
-    "DURABLE_RESPONSES_LEASE_SECONDS": "15",
+    "DURABLE_RESPONSES_LEASE_SECONDS": f"{LEASE_SECONDS:g}",
     "DURABLE_RESPONSES_RECOVERY_INTERVAL": "0.5",
     "DURABLE_RESPONSES_SHUTDOWN_GRACE_SECONDS": "3",
 }

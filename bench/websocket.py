@@ -31,6 +31,7 @@ from bench.cpu import ProcessCPU, run_seconds
 from bench.hosts.ours import fresh_database, ours_env, ours_server
 from bench.hosts.process import serving
 from durable_responses.protocol.events import TERMINAL_EVENT_TYPES
+from durable_responses.store.settings import LEASE_SECONDS
 
 APP = "durable_responses.examples.echo:echo"
 
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ws-") as tmp:
         work = Path(tmp)
         with fresh_database(args.dialect, work) as url:
-            srv = ours_server(url, APP, "live", work, ours_env(15.0))
+            srv = ours_server(url, APP, "live", work, ours_env(LEASE_SECONDS))
             with serving(srv):
                 assert srv.proc is not None
                 database = url.rsplit("/", 1)[-1] if args.dialect == "postgresql" else None

@@ -55,6 +55,12 @@ class SqlCheckpointStorage:
         # True while a run that restored a checkpoint has not yet delivered its request's input
         # (`input_delivered`): what it saves meanwhile is marked, so recovery delivers it again.
         self.awaiting_input = False
+        self._preloaded: tuple[str, str] | None = None
+
+    def preload(self, checkpoint_id: str, data: str) -> None:
+        """The stored data of `checkpoint_id`, read already (recovery): its next `load` decodes
+        it instead of reading it again (a stored checkpoint never changes)."""
+        self._preloaded = (checkpoint_id, data)
 
     def input_delivered(self) -> None:
         """Called by the restore fix (`_af_private`) as the run starts delivering its input."""
@@ -110,6 +116,9 @@ class SqlCheckpointStorage:
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
         await self._settled()
+        preloaded, self._preloaded = self._preloaded, None
+        if preloaded is not None and preloaded[0] == checkpoint_id:
+            return decode_checkpoint(preloaded[1], allowed_types=self._allowed)
         row = await self._store.load_checkpoint(checkpoint_id, self.user_id)
         if row is None:
             raise WorkflowCheckpointException(f"No checkpoint found with ID {checkpoint_id}")

@@ -1,8 +1,8 @@
 """The lives of a response: each recovery starts a new one, recorded as a takeover.
 
-Job: `Lives.begin(row, checkpoint_id)` records that this replica takes `row` over (when, from
-which checkpoint, the span id of the life it starts; the operator view lists them) and starts
-that life's run span in the response's trace, linked to the life before (`telemetry`).
+Job: `Lives.begin_all(rows, states)` records that this replica takes each of `rows` over (when,
+from which checkpoint, the span id of the life it starts; the operator view lists them) and
+starts each life's run span in the response's trace, linked to the life before (`telemetry`).
 
 Invariant: a takeover is recorded once per claim (`attempt` is the response's recovery count
 after the claim), before the new life writes anything.
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 
-from ..store import ResponseRow, Store
+from ..store import ResponseRow, ResumeState, Store
 from ..store.ops import Takeover
 from .telemetry import RunTrace, Telemetry
 
@@ -24,8 +25,37 @@ class Lives:
         self._telemetry = telemetry
         self._owner = owner
 
-    async def begin(self, row: ResponseRow, checkpoint_id: str | None) -> RunTrace:
-        takeovers = await self._store.ops.takeovers(row.id)
+    async def begin_all(
+        self, rows: Sequence[ResponseRow], states: Mapping[str, ResumeState]
+    ) -> dict[str, RunTrace]:
+        """Start the next life of each of `rows` (claimed; `states`: what recovery read of them,
+        their takeovers and newest checkpoint): their traces, by response id, once their
+        takeovers are recorded (one write for all)."""
+        traces: dict[str, RunTrace] = {}
+        records: list[tuple[str, Takeover]] = []
+        for row in rows:
+            state = states[row.id]
+            trace, previous_owner = self._next_life(row, state.takeovers)
+            traces[row.id] = trace
+            checkpoint = state.checkpoint
+            records.append(
+                (
+                    row.id,
+                    Takeover(
+                        attempt=row.recovery_count,
+                        at=time.time(),
+                        owner=self._owner,
+                        previous_owner=previous_owner,
+                        checkpoint_id=checkpoint.checkpoint_id if checkpoint is not None else None,
+                        span_id=trace.span_id or None,
+                    ),
+                )
+            )
+        await self._store.ops.record_takeovers(records)
+        return traces
+
+    def _next_life(self, row: ResponseRow, takeovers: Sequence[Takeover]) -> tuple[RunTrace, str | None]:
+        """The run span of the life after the last recorded one, and that life's owner."""
         previous_span: str | None
         previous_owner: str | None
         if takeovers:
@@ -44,18 +74,7 @@ class Lives:
             delivery=row.delivery,
             background=row.background,
         )
-        await self._store.ops.record_takeover(
-            row.id,
-            Takeover(
-                attempt=row.recovery_count,
-                at=time.time(),
-                owner=self._owner,
-                previous_owner=previous_owner,
-                checkpoint_id=checkpoint_id,
-                span_id=trace.span_id or None,
-            ),
-        )
-        return trace
+        return trace, previous_owner
 
 
 def _stored(raw: str | None) -> dict[str, str]:

@@ -124,6 +124,8 @@ class SqlPairing(Pairing):
         # A continuation restores a checkpoint, then delivers its input: what it saves before
         # the input reaches the workflow is marked, so recovery delivers the input again.
         self._storage.awaiting_input = plan.checkpoint_id is not None and bool(plan.messages)
+        if plan.checkpoint_id is not None and plan.checkpoint_data is not None:
+            self._storage.preload(plan.checkpoint_id, plan.checkpoint_data)
 
     @property
     def storage(self) -> SqlCheckpointStorage:

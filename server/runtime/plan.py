@@ -20,6 +20,9 @@ class RunPlan:
 
     messages: list[Message]
     checkpoint_id: str | None = None
+    # The stored (encoded) checkpoint `checkpoint_id` names, when recovery read it already: the
+    # run restores it without reading it again.
+    checkpoint_data: str | None = None
     tools: list[Any] = field(default_factory=list)
     # Requests the response already announced (request_info call ids, approval request ids,
     # see `ItemMapper`): recovery must not show them twice.

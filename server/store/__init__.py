@@ -7,6 +7,7 @@ driver's exception.
 
 from ._engine import BadDatabaseURL, ConnectionOptions, Database, normalize_url, open_database
 from ._pg_liveness import LIVE_MARK
+from ._resume_reads import ResumeState
 from ._writer import WriteKind
 from .conversations import AddedItem, ConversationRow
 from .errors import DatabaseUnavailable, Unavailable, classify
@@ -59,6 +60,7 @@ __all__ = [
     "OutputItemRow",
     "PendingRequestRow",
     "ResponseRow",
+    "ResumeState",
     "Runnable",
     "SchemaOutOfDate",
     "Store",

@@ -141,7 +141,7 @@ checkpoints = Table(
     Column("data", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     # Saved by a run that had restored a checkpoint and not yet delivered its request's input:
-    # recovery from it delivers the input again (`recovery.Recovery.resume`).
+    # recovery from it delivers the input again (`resume.Resumer._plan`).
     Column("awaits_input", Boolean, nullable=False, server_default=false()),
 )
 Index("ix_checkpoints_lineage", checkpoints.c.lineage, checkpoints.c.workflow_name, checkpoints.c.seq)

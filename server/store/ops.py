@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,25 +146,35 @@ class OpsStore(StoreBase):
             return [Takeover(*row) for row in (await conn.execute(q)).all()]
 
     async def record_takeover(self, response_id: str, takeover: Takeover) -> None:
-        row = {
-            "response_id": response_id,
-            "attempt": takeover.attempt,
-            "at": takeover.at,
-            "owner": takeover.owner,
-            "previous_owner": takeover.previous_owner,
-            "checkpoint_id": takeover.checkpoint_id,
-            "span_id": takeover.span_id,
-        }
+        await self.record_takeovers([(response_id, takeover)])
+
+    async def record_takeovers(self, takeovers: Sequence[tuple[str, Takeover]]) -> None:
+        """Record these takeovers (response id, takeover) in one transaction."""
+        if not takeovers:
+            return
+        c = t.takeovers.c
         async with self._write() as conn:
             # A claim counted twice (a crash between the claim and this insert): keep the first.
-            c = t.takeovers.c
-            exists = (
-                await conn.execute(
-                    select(c.attempt).where(and_(c.response_id == response_id, c.attempt == takeover.attempt))
-                )
-            ).first()
-            if exists is None:
-                await conn.execute(insert(t.takeovers).values(row))
+            ids = sorted({rid for rid, _ in takeovers})
+            present = await conn.execute(select(c.response_id, c.attempt).where(c.response_id.in_(ids)))
+            seen = {(rid, attempt) for rid, attempt in present.all()}
+            rows = []
+            for rid, tk in takeovers:
+                if (rid, tk.attempt) not in seen:
+                    seen.add((rid, tk.attempt))
+                    rows.append(
+                        {
+                            "response_id": rid,
+                            "attempt": tk.attempt,
+                            "at": tk.at,
+                            "owner": tk.owner,
+                            "previous_owner": tk.previous_owner,
+                            "checkpoint_id": tk.checkpoint_id,
+                            "span_id": tk.span_id,
+                        }
+                    )
+            if rows:
+                await conn.execute(insert(t.takeovers), rows)
 
     async def checkpoint_log(self, response_id: str) -> list[LoggedCheckpoint]:
         c = t.checkpoint_log.c

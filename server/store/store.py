@@ -1,7 +1,7 @@
 """The store interface: every read and write the runtime and HTTP layers make.
 
-`Store` is the one class they use; its lease, checkpoint and human-in-the-loop queries live in
-`_leases`, `_checkpoints` and `_requests` (mixins over `_base.StoreBase`).
+`Store` is the one class they use; its lease, checkpoint, human-in-the-loop and recovery reads
+live in `_leases`, `_checkpoints`, `_requests` and `_resume_reads` (mixins over `_base.StoreBase`).
 
 Invariants:
 - Every read of a user-visible row is scoped by `user_id` (tenants are walls: another user's
@@ -34,6 +34,7 @@ from ._leases import Leases
 from ._lockfile import LockFile
 from ._pg_liveness import LIVE_MARK, Liveness
 from ._requests import RequestsAndConversations
+from ._resume_reads import ResumeReads
 from .conversations import ConversationStore
 from .errors import classify
 from .health import DatabaseHealth
@@ -65,7 +66,7 @@ _SEQ_MAX = 2**31 - 1
 _READ_EVENTS = text(_sql.READ_EVENTS_NAMED)
 
 
-class Store(Leases, Checkpoints, RequestsAndConversations):
+class Store(Leases, Checkpoints, RequestsAndConversations, ResumeReads):
     def __init__(
         self,
         db: Database,

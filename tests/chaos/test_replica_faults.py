@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from durable_responses.store.settings import LEASE_SECONDS
 from tests.support.pgserver import OwnPostgres
 from tests.support.proxy import Proxy
 
@@ -30,7 +31,7 @@ LEASE = 2.0  # ServerProcess's default DURABLE_RESPONSES_LEASE_SECONDS
 TAKEOVER_TARGET = 1.0  # issue 15: replica killed -> lease expiry plus under 1 s
 # Issue 39: the production default lease; a dead replica's death is known by its liveness lock,
 # so nothing waits for it (a takeover long before it expires is the behaviour checked).
-DEFAULT_LEASE = 15.0
+DEFAULT_LEASE = LEASE_SECONDS
 DEFAULT_ENV = {"DURABLE_RESPONSES_LEASE_SECONDS": f"{DEFAULT_LEASE:g}"}
 KILL_TARGET = 2.0  # issue 39: every response of a killed replica resumed within 2 s of the kill
 
@@ -114,7 +115,7 @@ def test_kill_one_of_three_replicas(
     seen = _watch_takeover(pg_watch, in_flight, a.proc.pid, since=killed, timeout=DEFAULT_LEASE + 8)  # type: ignore[union-attr]
     owners, progress = seen.owners, seen.progress
     late = {rid: progress[rid] - (expiry[rid] - killed) for rid in progress}
-    # Issue 39: the death is known at once; nothing waited for a 15 s lease (bounded: half of it).
+    # Issue 39: the death is known at once; nothing waited for the lease (bounded: half of it).
     waited = {rid: t for rid, t in progress.items() if t >= DEFAULT_LEASE / 2}
     sc.expect(
         not waited, f"{len(waited)} response(s) resumed only after half the lease: the lease was waited"

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from durable_responses.store.settings import LEASE_SECONDS
 from tests.support.pg import drop_pg_database, new_pg_database
 from tests.support.responses import wait_status
 from tests.support.servers import ROOT, TEST_ENV, free_port
@@ -168,7 +169,7 @@ def test_a_dead_worker_is_replaced_and_its_responses_taken_over_at_once(pg_url: 
     proc = _start(
         ["serve", "--port", str(port), "--database-url", pg_url, "--app", app],
         log,
-        {"DURABLE_RESPONSES_WORKERS": "2", "DURABLE_RESPONSES_LEASE_SECONDS": "15"},
+        {"DURABLE_RESPONSES_WORKERS": "2", "DURABLE_RESPONSES_LEASE_SECONDS": f"{LEASE_SECONDS:g}"},
     )
     try:
         _wait_ready(proc, base, log, 2)
