@@ -14,13 +14,13 @@ Why: on the general path a small write costs ~9 round trips (pool ping, BEGIN, f
 INSERT per table, NOTIFY, COMMIT), each needing the event loop that the agents keep busy; here
 it is one, with fixed SQL text (arrays through `unnest`), so the prepared statement is reused.
 
-Only writes that carry events, closed items, a checkpoint and a status change qualify
+Only writes that carry events, closed items, a checkpoint, a status change and journal records qualify
 (`WriteKind.SUPERSTEP`: the writes of every superstep), plus plain creations (`CREATE`: a
 batch's new responses, their input items and first events, all or none) and plain ends
 (`END`: the terminal transition with the last events and items and the pruning of old
 checkpoints, one statement each); pending requests (human in the loop) take the general path
 (`GENERAL`: `_plan`'s statements on the SQLAlchemy engine, `pg_notify` included). The
-statements' text comes from `_sql` (generated from the table metadata).
+statements' text comes from `_pg_statements` (generated from the table metadata).
 
 Behind a pooler in transaction mode (`prepared_statements=false`) the writer's connection
 keeps no prepared statement: each statement is parsed again (two round trips instead of one),
@@ -38,19 +38,20 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from . import _pg_statements as _pgs
 from . import _sql
 from ._base import write_all
 from ._in_doubt import READ_BACK, Lookup
 from ._pg_listen import payloads
-from ._plan import creation_rows, fences
+from ._plan import creation_rows, fences, journal_keeps, journal_rows
 from ._writer import Fenced, WriteKind, Writer
 from .errors import Unavailable, classify
 from .records import Write
 
-_SUPERSTEP = _sql.superstep_statement()
-_CREATE = _sql.creation_statement(inputs_as_json=False)
-_CREATE_BULK = _sql.creation_statement(inputs_as_json=True)
-_END = _sql.end_statement()
+_SUPERSTEP = _pgs.superstep_statement()
+_CREATE = _pgs.creation_statement(inputs_as_json=False)
+_CREATE_BULK = _pgs.creation_statement(inputs_as_json=True)
+_END = _pgs.end_statement()
 # Input items of a batch of creations beyond which their rows are built in a worker thread and
 # sent as one JSON text: asyncpg encodes arrays element by element on the event loop (~0.4 s
 # for 100,000 items, with building the rows), a text parameter is one copy.
@@ -156,16 +157,18 @@ class PgWriter(Writer):
                 raise
 
     def _superstep_arguments(self, writes: Sequence[Write]) -> list[Any]:
-        """The statement's arrays: fences, then each of `_sql.SUPERSTEP_SPECS`' rows, each row
+        """The statement's arrays: fences, then each of `_pgs.SUPERSTEP_SPECS`' rows, each row
         carrying its (response, owner) so only fenced pairs insert."""
         batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
         fence_rows = [
-            (f.response_id, f.owner, f.until, f.renew_below, f.status, f.usage) for f in batch_fences
+            (f.response_id, f.owner, f.until, f.renew_below, f.status, f.usage, f.journal)
+            for f in batch_fences
         ]
-        args = _sql.columns(fence_rows, _sql.FENCE_WIDTH)
-        for spec in _sql.SUPERSTEP_SPECS:
-            args += _sql.columns(spec.guarded_rows(writes), 2 + len(spec.value_columns))
-        return args
+        args = _sql.columns(fence_rows, _pgs.FENCE_WIDTH)
+        for spec in _pgs.SUPERSTEP_SPECS:
+            rows = journal_rows(writes) if spec is _sql.JOURNAL else spec.guarded_rows(writes)
+            args += _sql.columns(rows, 2 + len(spec.value_columns))
+        return args + _sql.columns(journal_keeps(writes), 3)
 
     async def _connection(self) -> Any:
         if self._conn is None or self._conn.is_closed():
@@ -201,7 +204,7 @@ def _key(w: Write) -> tuple[str, str]:
 
 
 def _end_arguments(w: Write) -> list[Any]:
-    """The parameters of `_sql.end_statement` (its text takes them in this order)."""
+    """The parameters of `_pgs.end_statement` (its text takes them in this order)."""
     f = w.finish
     assert f is not None and w.owner is not None
     user_id, lineage = w.prune if w.prune is not None else ("", "")
@@ -210,19 +213,21 @@ def _end_arguments(w: Write) -> list[Any]:
         w.response_id,
         w.owner,
         *_sql.finish_values(f),
+        w.journal_stats,
         *_sql.columns([ev(e) for e in w.events], len(_sql.EVENTS.value_columns)),
         *_sql.columns([it(i) for i in w.items], len(_sql.ITEMS.value_columns)),
         w.prune is not None,
         user_id,
         lineage,
+        w.journal_clear,
     ]
 
 
 def _creation_arguments(writes: Sequence[Write], *, inputs_as_json: bool) -> list[Any]:
-    """The parameters of `_sql.creation_statement(inputs_as_json=...)`, in `CREATION_SPECS`
+    """The parameters of `_pgs.creation_statement(inputs_as_json=...)`, in `CREATION_SPECS`
     order (pure CPU: may run in a thread)."""
     rows, inputs, events = creation_rows(writes)
-    responses, input_spec, event_spec = _sql.CREATION_SPECS
+    responses, input_spec, event_spec = _pgs.CREATION_SPECS
     input_args = (
         [orjson.dumps(inputs).decode()] if inputs_as_json else _sql.columns(inputs, len(input_spec.columns))
     )

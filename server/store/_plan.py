@@ -185,7 +185,7 @@ def response_ids(writes: Sequence[Write]) -> set[str]:
 
 def qualifies(w: Write) -> bool:
     """Whether `w` may take a dialect's fast path: an owned write of events, closed items, a
-    checkpoint and a status change (the writes of every superstep)."""
+    checkpoint, a status change and journal records (the writes of every superstep)."""
     return (
         w.owner is not None
         and w.create is None
@@ -193,7 +193,7 @@ def qualifies(w: Write) -> bool:
         and w.prune is None
         and not w.pending
         and not w.webhooks
-        and not has_journal(w)
+        and not w.journal_clear
     )
 
 
@@ -228,7 +228,8 @@ def is_plain_end(w: Write) -> bool:
         and w.checkpoint is None
         and not w.pending
         and not w.webhooks  # (a webhook event takes the general path: `webhook_ops`)
-        and not has_journal(w)
+        and not w.journal
+        and w.journal_keep is None
     )
 
 
@@ -251,12 +252,13 @@ class Fence:
     usage: str | None = None  # the last usage of the batch, if any
     # The lease is set to `until` only if it now ends before this (`RENEW_BELOW_SHARE`).
     renew_below: float = math.inf
+    journal: str | None = None  # the last journal counts of the batch, if any
 
     @property
     def check_only(self) -> bool:
         """Whether the write changes nothing of the response but its lease (no status, no
-        usage): a lease still fresh is then only checked."""
-        return self.status is None and self.usage is None
+        usage, no journal counts): a lease still fresh is then only checked."""
+        return self.status is None and self.usage is None and self.journal is None
 
 
 def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list[Fence]:
@@ -271,7 +273,9 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
             until, below = w.lease_until, math.inf
         fence = by_key.get((w.response_id, w.owner))
         if fence is None:
-            by_key[(w.response_id, w.owner)] = Fence(w.response_id, w.owner, until, w.status, w.usage, below)
+            by_key[(w.response_id, w.owner)] = Fence(
+                w.response_id, w.owner, until, w.status, w.usage, below, w.journal_stats
+            )
         else:
             fence.until = max(fence.until, until)
             fence.renew_below = max(fence.renew_below, below)
@@ -279,9 +283,35 @@ def fences(writes: Iterable[Write], *, lease_seconds: float, now: float) -> list
                 fence.status = w.status
             if w.usage is not None:
                 fence.usage = w.usage
+            if w.journal_stats is not None:
+                fence.journal = w.journal_stats
     # In id order: the order every transaction of ours locks response rows in (a renewal, a
     # batch of ends), so two of them cannot deadlock on each other.
     return sorted(by_key.values(), key=lambda f: f.response_id)
+
+
+def journal_keeps(writes: Iterable[Write]) -> list[tuple[str, str, str]]:
+    """(response, owner, checkpoint kept) of each write of a fast-path batch that deletes the
+    journal's records of every other checkpoint (`Write.journal_keep`)."""
+    return [
+        (w.response_id, w.owner, w.journal_keep) for w in writes if w.journal_keep is not None and w.owner
+    ]
+
+
+def journal_rows(writes: Sequence[Write]) -> list[tuple[Any, ...]]:
+    """The journal records of a fast-path batch as (response, owner, *`JOURNAL.value_columns`),
+    without those a keep of the same (response, owner) in the batch supersedes: the general
+    path deletes them right after inserting them (its deletions follow every insert), a fast
+    path's DELETE does not see the rows its own statement inserts."""
+    keeps: dict[tuple[str, str | None], set[str]] = {}
+    for w in writes:
+        if w.journal_keep is not None:
+            keeps.setdefault((w.response_id, w.owner), set()).add(w.journal_keep)
+    rows = _sql.JOURNAL.guarded_rows([w for w in writes if w.journal])
+    if not keeps:
+        return rows
+    checkpoint = _sql.JOURNAL.value_columns.index("checkpoint_id") + 2
+    return [r for r in rows if keeps.get((r[0], r[1]), {r[checkpoint]}) == {r[checkpoint]}]
 
 
 def creation_rows(

@@ -31,7 +31,7 @@ from sqlalchemy.engine import URL, Connection
 
 from . import _sql
 from ._engine import BUSY_TIMEOUT_MS, WAL_SIZE_LIMIT_BYTES, sqlite_path, sqlite_sync_engine
-from ._plan import Op, creation_rows, fences, plan, prune_params
+from ._plan import Op, creation_rows, fences, journal_keeps, journal_rows, plan, prune_params
 from ._writer import Fenced, WriteKind, Writer
 from .records import LeaseLost, Write
 from .settings import LEASE_SECONDS
@@ -122,6 +122,9 @@ _ITEMS = _sql.insert_head(_sql.ITEMS)
 _CHECKPOINTS = _sql.insert_head(_sql.CHECKPOINTS)
 _RESPONSES = _sql.insert_head(_sql.RESPONSES)
 _INPUTS = _sql.insert_head(_sql.INPUTS)
+_JOURNAL = _sql.insert_head(_sql.JOURNAL)
+_JOURNAL_KEEP = "DELETE FROM journal WHERE response_id = ? AND checkpoint_id <> ?"
+_JOURNAL_CLEAR = "DELETE FROM journal WHERE response_id = ?"
 
 
 def run_ops(conn: Connection, ops: list[Op]) -> None:
@@ -225,7 +228,8 @@ class SqliteWriter(Writer):
     def _superstep(self, writes: Sequence[Write]) -> Fenced:
         """The fast path: commit `writes`; return the (response, owner) pairs fenced off."""
         batch_fences = fences(writes, lease_seconds=self._lease_seconds, now=time.time())
-        rows = sum(len(w.events) + len(w.items) + (w.checkpoint is not None) for w in writes)
+        journal = journal_rows(writes)
+        rows = sum(len(w.events) + len(w.items) + (w.checkpoint is not None) for w in writes) + len(journal)
         with self._raw_transaction(rows) as cur:
             lost: set[tuple[str, str]] = set()
             checked = [f for f in batch_fences if f.check_only]
@@ -238,13 +242,18 @@ class SqliteWriter(Writer):
                         continue
                     if until is not None and until >= f.renew_below:
                         continue  # owned, and the lease is still fresh
-                cur.execute(_sql.SQLITE_FENCE, (f.until, f.status, f.usage, f.response_id, f.owner))
+                cur.execute(
+                    _sql.SQLITE_FENCE, (f.until, f.status, f.usage, f.journal, f.response_id, f.owner)
+                )
                 if cur.rowcount != 1:
                     lost.add((f.response_id, f.owner))
             kept = [w for w in writes if (w.response_id, w.owner) not in lost] if lost else writes
             insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
             insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
             insert_rows(cur, _CHECKPOINTS, _sql.CHECKPOINTS.rows(kept))
+            insert_rows(cur, _JOURNAL, [(r[0], *r[2:]) for r in journal if (r[0], r[1]) not in lost])
+            for rid, _owner, keep in journal_keeps(kept):
+                cur.execute(_JOURNAL_KEEP, (rid, keep))
         return lost
 
     def _end(self, writes: Sequence[Write]) -> Fenced:
@@ -262,13 +271,18 @@ class SqliteWriter(Writer):
         with self._raw_transaction(rows) as cur:
             for w in sorted(writes, key=lambda w: w.response_id):
                 assert w.finish is not None and w.owner is not None
-                cur.execute(_sql.SQLITE_END, (*_sql.finish_values(w.finish), w.response_id, w.owner))
+                cur.execute(
+                    _sql.SQLITE_END,
+                    (*_sql.finish_values(w.finish), w.journal_stats, w.response_id, w.owner),
+                )
                 if cur.rowcount != 1:
                     lost.add((w.response_id, w.owner))
                     continue
                 kept.append(w)
                 if w.prune is not None:
                     cur.execute(_sql.PRUNE, prune_params(w.response_id, *w.prune))
+                if w.journal_clear:
+                    cur.execute(_JOURNAL_CLEAR, (w.response_id,))
             insert_rows(cur, _EVENTS, _sql.EVENTS.rows(kept))
             insert_rows(cur, _ITEMS, _sql.ITEMS.rows(kept))
         return lost

@@ -112,3 +112,48 @@ async def test_deleting_a_response_deletes_its_records(store: Store) -> None:
     await store.submit(Write("resp_1", "p1", journal=[rec("", "model:1")]))
     assert await store.delete_response("resp_1", "alice")
     assert await count(store, t.journal, response_id="resp_1") == 0
+
+
+async def test_records_keeps_counts_and_the_clearing_end_take_the_fast_paths(store: Store) -> None:
+    """A superstep's records, the deletion its checkpoint carries and the journal's counts commit
+    on the dialect's superstep path, the end that deletes every record on its end path: the
+    journal adds no general-path transaction to a superstep."""
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    before = dict(store.stats.writes_by_kind)
+    await store.submit(Write("resp_1", "p1", checkpoint=checkpoint("cp_0", "resp_1", event_seq=0)))
+    await store.submit(
+        Write("resp_1", "p1", journal=[rec("cp_0", "model:1")], journal_stats='{"recorded": 1}')
+    )
+    await store.submit(Write("resp_1", "p1", journal=[rec("cp_0", "tool:c1", "intent")]))
+    await store.submit(
+        Write(
+            "resp_1",
+            "p1",
+            events=events(1, 2),
+            checkpoint=checkpoint("cp_1", "resp_1", event_seq=1),
+            journal_keep="cp_1",
+            journal_stats='{"recorded": 2}',
+        )
+    )
+    await store.submit(Write("resp_1", "p1", journal=[rec("cp_1", "model:1")]))
+    assert [(r.checkpoint_id, r.place) for r in await store.journal("resp_1")] == [("cp_1", "model:1")]
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.journal == '{"recorded": 2}'
+    await store.submit(
+        Write(
+            "resp_1",
+            "p1",
+            events=[event(2, "response.completed")],
+            finish=Finish(status="completed", completed_at=time.time()),
+            journal_clear=True,
+            journal_stats='{"recorded": 3}',
+        )
+    )
+    assert await store.journal("resp_1") == []
+    row = await store.get_response("resp_1", "alice")
+    assert row is not None and row.status == "completed" and row.journal == '{"recorded": 3}'
+    after = store.stats.writes_by_kind
+    grew = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    assert grew.get("general", 0) == 0, grew
+    assert grew.get("superstep") == 5 and grew.get("end") == 1, grew
+    assert store.stats.fallbacks == {}

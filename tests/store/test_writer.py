@@ -11,7 +11,16 @@ import time
 
 import pytest
 
-from durable_responses.store import EventRow, Finish, Store, StoreError, Write, WriteKind, _sql
+from durable_responses.store import (
+    EventRow,
+    Finish,
+    Store,
+    StoreError,
+    Write,
+    WriteKind,
+    _pg_statements,
+    _sql,
+)
 from durable_responses.store import _tables as t
 
 from .conftest import StoreFactory
@@ -117,10 +126,10 @@ def test_statements_and_rows_follow_the_table_metadata() -> None:
         expected = [c.name for c in spec.table.columns if not (c.table is t.checkpoints and c.name == "seq")]
         assert list(spec.columns) == expected, spec.table.name
     for st in (
-        _sql.superstep_statement(),
-        _sql.creation_statement(inputs_as_json=False),
-        _sql.creation_statement(inputs_as_json=True),
-        _sql.end_statement(),
+        _pg_statements.superstep_statement(),
+        _pg_statements.creation_statement(inputs_as_json=False),
+        _pg_statements.creation_statement(inputs_as_json=True),
+        _pg_statements.end_statement(),
     ):
         for text in (st.text, st.packed_text):
             numbers = sorted({int(n) for n in re.findall(r"\$(\d+)", text)})
@@ -144,7 +153,7 @@ def test_arrays_pack_into_one_text_unless_an_element_would_be_misread() -> None:
     assert _sql.pack(["line\nbreak"], "text[]") is None
     assert _sql.pack(["\x01"], "text[]") is None
     assert _sql.pack(["a\x01b", None], "text[]") is None
-    st = _sql.superstep_statement()
+    st = _pg_statements.superstep_statement()
     args = [[] for _ in range(st.params)]
     assert st.pack(args) == [""] * st.params
     args[st.arrays[-3][0]] = ["x\ny"]
