@@ -41,6 +41,12 @@ class DeadOwners:
         self._lost_member = False
         self._full_look = 0.0  # when the responses were last looked at for dead owners (monotonic)
 
+    @property
+    def alone(self) -> bool:
+        """Whether this process was the only live member at the last look (no survivor to share with)."""
+        members, key = self._last_members, self._store.liveness_key
+        return members is not None and key is not None and set(members) <= {key}
+
     async def _plan(self) -> list[tuple[str, str]]:
         """Read the responses whose owner is dead by its liveness lock and plan their claims;
         returns those due now (this process's share, and any left to another survivor for

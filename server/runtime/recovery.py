@@ -26,7 +26,7 @@ from .dead_owners import LIVENESS_POLL, DeadOwners
 from .faults import database_error
 from .lanes import Lanes
 from .registry import RunRegistry
-from .resume import Outcome, Resumer
+from .resume import RESUME_BATCH, Outcome, Resumer
 from .settings import RuntimeSettings
 
 log = logging.getLogger("durable_responses.recovery")
@@ -40,6 +40,10 @@ FAIR_WINDOW = 0.2
 FAIR_BATCH = 2
 BATCH_PAUSE = (0.01, 0.03)
 MAX_BATCH = 16
+# Alone (no other replica to share with: the only live member by the liveness locks, or an
+# SQLite process that found itself alone on its file at start), a sweep claims this many at a
+# time without pauses: a restart's whole backlog in a few claims, each batch read at once.
+ALONE_BATCH = RESUME_BATCH
 # How often recovery counts the responses waiting for another app version (one read).
 WAITING_EVERY = 5.0
 # Seconds after a lease's expiry at which a sweep claims it, at most (spread among replicas,
@@ -64,9 +68,10 @@ RETRY_CAP = 0.25
 class _Pace:
     """How many to claim next, and how long to pause after a claim (see FAIR_WINDOW)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, alone: bool = False) -> None:
         self._started = time.monotonic()
-        self._size = FAIR_BATCH
+        self._alone = alone
+        self._size = ALONE_BATCH if alone else FAIR_BATCH
         self._left: int | None = None
         self.contended = False
 
@@ -79,6 +84,8 @@ class _Pace:
         if self._left is not None and left < self._left - claimed:
             self.contended = True
         self._left = left
+        if self._alone and not self.contended:
+            return 0.0
         if self.contended or time.monotonic() - self._started < FAIR_WINDOW:
             return random.uniform(*BATCH_PAUSE)
         self._size = min(self._size * 2, MAX_BATCH)
@@ -103,6 +110,7 @@ class Recovery:
         self._dead = DeadOwners(store, lanes, self._owner)
         self._resumer = Resumer(store, lanes, registry, settings)
         self._wake: Subscription | None = None
+        self._swept = False  # a sweep ran already
 
     async def loop(self) -> None:
         """Sweep now, then when the next lease expires (plus a little jitter, so that replicas
@@ -212,7 +220,6 @@ class Recovery:
         registry = self._registry
         own = {rid for rid in registry.stranded if registry.get(rid) is None}
         tasks: list[asyncio.Task[list[Outcome]]] = []
-        pace = _Pace()
 
         def resume(rows: list[ResponseRow]) -> None:
             tasks.append(asyncio.create_task(self._resumer.resume_all(rows), name=f"resume-{rows[0].id}"))
@@ -222,6 +229,8 @@ class Recovery:
                 dead = await self._dead.claim()
                 if dead:
                     resume(dead)
+            first, self._swept = not self._swept, True
+            pace = _Pace(alone=self._dead.alone or (first and self._store.alone_at_start))
             while registry.accepting:
                 batch = pace.batch()
                 rows, left = await self._store.claim_some(

@@ -84,6 +84,8 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResumeReads):
         self._listener: _pg_listen.PgListener | None = None
         self._liveness: Liveness | None = None
         self._lock: LockFile | None = None
+        # SQLite: this store found itself alone on its file at start (the lock file's proof).
+        self.alone_at_start = False
         self.outbox = Outbox(
             db, self.notifier, commit_window=commit_window, max_batch=max_batch, lease_seconds=lease_seconds
         )
@@ -143,6 +145,7 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResumeReads):
             return
         self._lock = LockFile(path)
         if self._lock.acquire():
+            self.alone_at_start = True
             try:
                 released = await self.release_foreign_leases(owner)
             except Exception as exc:  # the database is unusable now: leases expire as usual
