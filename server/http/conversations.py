@@ -19,72 +19,82 @@ from ..protocol.conversations import (
     parse_items_create,
 )
 from ..protocol.ids import is_valid_conversation_id
-from ..runtime.host import Host
-from .kit import Kit
+from ..runtime.conversations import ConversationService
+from .kit import host_of, read_json, user_of
 
 _MAX_ITEM_ID = 256
 
 
-def conversation_routes(host: Host, kit: Kit) -> list[BaseRoute]:
-    service = host.conversations
+def conv_id(request: Request) -> str:
+    cid: str = request.path_params["conversation_id"]
+    if not is_valid_conversation_id(cid):
+        raise errors.not_found(f"Conversation with id '{cid[:128]}' not found.", param="conversation_id")
+    return cid
 
-    def conv_id(request: Request) -> str:
-        cid: str = request.path_params["conversation_id"]
-        if not is_valid_conversation_id(cid):
-            raise errors.not_found(f"Conversation with id '{cid[:128]}' not found.", param="conversation_id")
-        return cid
 
-    def item_id(request: Request) -> str:
-        iid: str = request.path_params["item_id"]
-        if not iid or len(iid) > _MAX_ITEM_ID or not iid.isprintable():
-            raise errors.not_found(f"Item with id '{iid[:128]}' not found.", param="item_id")
-        return iid
+def item_id(request: Request) -> str:
+    iid: str = request.path_params["item_id"]
+    if not iid or len(iid) > _MAX_ITEM_ID or not iid.isprintable():
+        raise errors.not_found(f"Item with id '{iid[:128]}' not found.", param="item_id")
+    return iid
 
-    async def create(request: Request) -> Response:
-        user = kit.user_of(request)
-        metadata, items = parse_conversation_create(await kit.read_json(request, empty={}))
-        return JSONResponse(await service.create(user, metadata, items))
 
-    async def retrieve(request: Request) -> Response:
-        return JSONResponse(await service.get(kit.user_of(request), conv_id(request)))
+def service_of(request: Request) -> ConversationService:
+    return host_of(request).conversations
 
-    async def update(request: Request) -> Response:
-        user = kit.user_of(request)
-        cid = conv_id(request)
-        metadata = parse_conversation_update(await kit.read_json(request, empty={}))
-        return JSONResponse(await service.update(user, cid, metadata))
 
-    async def delete(request: Request) -> Response:
-        return JSONResponse(await service.delete(kit.user_of(request), conv_id(request)))
+async def create(request: Request) -> Response:
+    user = user_of(request)
+    metadata, items = parse_conversation_create(await read_json(request, empty={}))
+    return JSONResponse(await service_of(request).create(user, metadata, items))
 
-    async def list_items(request: Request) -> Response:
-        user = kit.user_of(request)
-        cid = conv_id(request)
-        params = parse_item_list_params(request.query_params, request.query_params.getlist("include"))
-        return JSONResponse(await service.list_items(user, cid, params))
 
-    async def add_items(request: Request) -> Response:
-        user = kit.user_of(request)
-        cid = conv_id(request)
-        items = parse_items_create(await kit.read_json(request, empty={}))
-        return JSONResponse(await service.add_items(user, cid, items))
+async def retrieve(request: Request) -> Response:
+    return JSONResponse(await service_of(request).get(user_of(request), conv_id(request)))
 
-    async def get_item(request: Request) -> Response:
-        user = kit.user_of(request)
-        return JSONResponse(await service.get_item(user, conv_id(request), item_id(request)))
 
-    async def delete_item(request: Request) -> Response:
-        user = kit.user_of(request)
-        return JSONResponse(await service.delete_item(user, conv_id(request), item_id(request)))
+async def update(request: Request) -> Response:
+    user = user_of(request)
+    cid = conv_id(request)
+    metadata = parse_conversation_update(await read_json(request, empty={}))
+    return JSONResponse(await service_of(request).update(user, cid, metadata))
 
-    g = kit.guarded
-    return [
-        Route("/conversations", g(create), methods=["POST"]),
-        Route("/conversations/{conversation_id}", g(retrieve), methods=["GET"]),
-        Route("/conversations/{conversation_id}", g(update), methods=["POST"]),
-        Route("/conversations/{conversation_id}", g(delete), methods=["DELETE"]),
-        Route("/conversations/{conversation_id}/items", g(list_items), methods=["GET"]),
-        Route("/conversations/{conversation_id}/items", g(add_items), methods=["POST"]),
-        Route("/conversations/{conversation_id}/items/{item_id}", g(get_item), methods=["GET"]),
-        Route("/conversations/{conversation_id}/items/{item_id}", g(delete_item), methods=["DELETE"]),
-    ]
+
+async def delete(request: Request) -> Response:
+    return JSONResponse(await service_of(request).delete(user_of(request), conv_id(request)))
+
+
+async def list_items(request: Request) -> Response:
+    user = user_of(request)
+    cid = conv_id(request)
+    params = parse_item_list_params(request.query_params, request.query_params.getlist("include"))
+    return JSONResponse(await service_of(request).list_items(user, cid, params))
+
+
+async def add_items(request: Request) -> Response:
+    user = user_of(request)
+    cid = conv_id(request)
+    items = parse_items_create(await read_json(request, empty={}))
+    return JSONResponse(await service_of(request).add_items(user, cid, items))
+
+
+async def get_item(request: Request) -> Response:
+    user = user_of(request)
+    return JSONResponse(await service_of(request).get_item(user, conv_id(request), item_id(request)))
+
+
+async def delete_item(request: Request) -> Response:
+    user = user_of(request)
+    return JSONResponse(await service_of(request).delete_item(user, conv_id(request), item_id(request)))
+
+
+CONVERSATION_ROUTES: list[BaseRoute] = [
+    Route("/conversations", create, methods=["POST"]),
+    Route("/conversations/{conversation_id}", retrieve, methods=["GET"]),
+    Route("/conversations/{conversation_id}", update, methods=["POST"]),
+    Route("/conversations/{conversation_id}", delete, methods=["DELETE"]),
+    Route("/conversations/{conversation_id}/items", list_items, methods=["GET"]),
+    Route("/conversations/{conversation_id}/items", add_items, methods=["POST"]),
+    Route("/conversations/{conversation_id}/items/{item_id}", get_item, methods=["GET"]),
+    Route("/conversations/{conversation_id}/items/{item_id}", delete_item, methods=["DELETE"]),
+]

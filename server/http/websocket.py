@@ -48,8 +48,8 @@ from ..protocol.sse import dumps
 from ..runtime.creation import Created
 from ..runtime.faults import client_error
 from ..runtime.host import Host
-from .auth import Authenticator
 from .creating import LARGE_BODY_BYTES, create_response, decode_json
+from .kit import state_of
 from .settings import HttpSettings
 from .telemetry import route_of
 
@@ -149,22 +149,23 @@ def check_origin(headers: Mapping[str, str], allowed: Sequence[str]) -> None:
     )
 
 
-def websocket_routes(host: Host, settings: HttpSettings, auth: Authenticator) -> list[WebSocketRoute]:
-    """The WebSocket route on `/responses` (beside the HTTP routes of the same path)."""
+async def websocket_endpoint(ws: WebSocket) -> None:
+    """A socket on `/responses`: its caller resolved once at the upgrade, then its turns."""
+    state = state_of(ws)
+    try:
+        check_origin(ws.headers, state.settings.cors_origins)
+        user = state.auth.user_of(ws.headers)
+    except errors.ProtocolError as exc:
+        metrics.WEBSOCKET_CONNECTIONS.inc(outcome="denied")
+        await _deny(ws, exc)
+        return
+    metrics.WEBSOCKET_CONNECTIONS.inc(outcome="accepted")
+    await ws.accept()
+    await _Socket(state.host, state.settings, ws, user).serve()
 
-    async def endpoint(ws: WebSocket) -> None:
-        try:
-            check_origin(ws.headers, settings.cors_origins)
-            user = auth.user_of(ws.headers)
-        except errors.ProtocolError as exc:
-            metrics.WEBSOCKET_CONNECTIONS.inc(outcome="denied")
-            await _deny(ws, exc)
-            return
-        metrics.WEBSOCKET_CONNECTIONS.inc(outcome="accepted")
-        await ws.accept()
-        await _Socket(host, settings, ws, user).serve()
 
-    return [WebSocketRoute("/responses", endpoint)]
+# The WebSocket route on `/responses` (beside the HTTP routes of the same path).
+WEBSOCKET_ROUTES = [WebSocketRoute("/responses", websocket_endpoint)]
 
 
 async def _deny(ws: WebSocket, exc: errors.ProtocolError) -> None:
