@@ -21,6 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent_framework import AgentSession
@@ -86,6 +87,39 @@ async def _close(stream: Any, exc: BaseException) -> None:
         log.debug("closing the agent's stream after %r failed: %r", exc, error)
 
 
+@dataclass(frozen=True)
+class AppEntry:
+    """How a run enters its app: the factory of a fresh agent (called when the run starts, off
+    the creation path: a workflow's build is not free, and a factory that fails fails the
+    response instead of the request), its kind, and the request options it honours."""
+
+    build_agent: Callable[[], Any]
+    is_workflow: bool
+    reach: AppReach = NO_REACH
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a run shares the event loop: `yield_every` (a turn for the loop after keeping it
+    that long), `commit_lag` (commit what a live stream holds once its oldest write is that
+    late), and the delivery mode its metrics are labelled with."""
+
+    yield_every: float
+    # Separate from `yield_every`: a commit takes a few ms (SQLite's writer waits for the
+    # GIL at every statement), and waiting on each one at 4 ms throttled a countdown.
+    commit_lag: float
+    delivery: str = "live"
+
+
+@dataclass(frozen=True)
+class JournalUse:
+    """The journal of a run's model and tool calls, and where an earlier life's records are read
+    from (None: a first run has none)."""
+
+    journal: RunJournal
+    records: Callable[[], Awaitable[list[JournalRow]]] | None = None
+
+
 class Driver:
     def __init__(
         self,
@@ -93,37 +127,25 @@ class Driver:
         plan: RunPlan,
         sink: Sink,
         pairing: Pairing,
-        *,
-        build_agent: Callable[[], Any],
-        is_workflow: bool,
-        yield_every: float,
-        reach: AppReach = NO_REACH,
+        entry: AppEntry,
+        pacing: Pacing,
         meter: UsageMeter,
-        commit_lag: float,
-        delivery: str = "live",
-        journal: RunJournal | None = None,
-        journal_records: Callable[[], Awaitable[list[JournalRow]]] | None = None,
+        journal: JournalUse,
     ) -> None:
         self._spec = spec
-        # The journal of this run's model and tool calls, and where an earlier life's records
-        # are read from (None: a first run has none).
-        self._journal = journal
-        self._journal_records = journal_records
-        self._delivery = delivery
+        self._journal = journal.journal
+        self._journal_records = journal.records
+        self._delivery = pacing.delivery
         self._meter = meter
         self._plan = plan
         self._sink = sink
         self._pairing = pairing
         self._mapper = pairing.mapper
-        # Built when the run starts, off the creation path (a workflow's build is not free);
-        # a factory that fails fails the response instead of the request.
-        self._build_agent = build_agent
-        self._is_workflow = is_workflow
-        self._reach = reach
-        self._yield_every = yield_every
-        # Separate from `yield_every`: a commit takes a few ms (SQLite's writer waits for the
-        # GIL at every statement), and waiting on each one at 4 ms throttled a countdown.
-        self._commit_lag = commit_lag
+        self._build_agent = entry.build_agent
+        self._is_workflow = entry.is_workflow
+        self._reach = entry.reach
+        self._yield_every = pacing.yield_every
+        self._commit_lag = pacing.commit_lag
         # Set while the run waits for a commit of what a live stream holds (`_commit_held`):
         # the workflow's executors wait at their next event until it resolves (`_pace`).
         self._holding: asyncio.Future[None] | None = None
@@ -165,16 +187,15 @@ class Driver:
         # The request's options, as agent-framework takes them for this app (`run_options`).
         kwargs.update(run_kwargs(spec.request, self._reach, agent))
         journal = self._journal
-        if journal is not None:
-            if self._journal_records is not None:
-                journal.load(await self._journal_records())
-            journal.checkpoint_id = plan.checkpoint_id or ""
-            for key, value in install(agent, is_workflow=self._is_workflow).items():
-                # After the host's own per-run middleware (a tool-call limit counts every call,
-                # replayed or not).
-                kwargs[key] = [*kwargs.get(key, ()), *value] if key == "middleware" else value
-            # The agents' calls (in this task and every task it spawns) record in this journal.
-            activate(journal)
+        if self._journal_records is not None:
+            journal.load(await self._journal_records())
+        journal.checkpoint_id = plan.checkpoint_id or ""
+        for key, value in install(agent, is_workflow=self._is_workflow).items():
+            # After the host's own per-run middleware (a tool-call limit counts every call,
+            # replayed or not).
+            kwargs[key] = [*kwargs.get(key, ()), *value] if key == "middleware" else value
+        # The agents' calls (in this task and every task it spawns) record in this journal.
+        activate(journal)
         # The model calls of this task and of every task it spawns count for this response.
         self._meter.activate()
         live = sink.live

@@ -21,7 +21,7 @@ from ..observability import metrics
 from ..store import JournalRow, Store
 from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
-from .drive import Driver
+from .drive import AppEntry, Driver, JournalUse, Pacing
 from .ending import Ending
 from .journal import JournalStats, RunJournal, unreachable
 from .mapping import ItemMapper, approval_calls
@@ -34,7 +34,7 @@ from .run import ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
 from .telemetry import NO_TRACE, RunTrace, Telemetry
-from .usage import RunUsage, Usage, UsageMeter, ensure_usage_spans
+from .usage import RunUsage, StreamUsage, Usage, UsageMeter, ensure_usage_spans
 from .webhooks import Webhooks
 
 log = logging.getLogger("durable_responses.launcher")
@@ -66,6 +66,7 @@ class Launcher:
         # The name its responses record (`responses.app`): the app's, or the one it is hosted by.
         self.app_name = name or app.name
         self.telemetry = Telemetry(self.app_name, owner)
+        self._entry = AppEntry(app.build, app.is_workflow, app.reach)
         # Usage is counted from the framework's model-call spans (see `usage`).
         ensure_usage_spans()
         if settings.journal:
@@ -78,15 +79,29 @@ class Launcher:
         delivery: Delivery | str | None = None,
         *,
         background: bool = False,
+        prior_usage: str | None = None,
+        prior_journal: str | None = None,
     ) -> SqlSink:
-        """The sink a stored run of `response_id` writes through, from `start_seq` on (a
-        background response's end also commits its webhook event, when webhooks are on)."""
+        """The sink a stored run of `response_id` writes through, from `start_seq` on, built
+        complete: the run's usage (from `prior_usage`, what earlier lives left on the response
+        row), its journal (counts from `prior_journal`), and for a background response, when
+        webhooks are on, the webhook event its end commits."""
         live = (delivery or self._settings.delivery) == Delivery.LIVE
-        sink = SqlSink(self._store, response_id, self.owner, live=live, start_seq=start_seq)
-        if background and self._webhooks is not None and self._webhooks.enabled:
-            sink.webhook_for = self._webhooks.event_for
-            sink.on_webhook = self._webhooks.wake
-        return sink
+        hooks = (
+            self._webhooks if background and self._webhooks is not None and self._webhooks.enabled else None
+        )
+        return SqlSink(
+            self._store,
+            response_id,
+            self.owner,
+            live=live,
+            start_seq=start_seq,
+            usage=RunUsage(UsageMeter(), StreamUsage(), Usage.from_body(prior_usage)),
+            webhook_for=hooks.event_for if hooks is not None else None,
+            on_webhook=hooks.wake if hooks is not None else None,
+            journaling=self._settings.journal,
+            journal_stats=JournalStats.from_json(prior_journal),
+        )
 
     def launch(
         self,
@@ -105,6 +120,7 @@ class Launcher:
         resumed: an earlier life of the response ran, its journal records are read, or given as
         `journal_rows`; `resumed_items`: message items a crash left open that the re-run's replay
         of their recorded model call continues)."""
+        usage = sink.usage
         mapper = ItemMapper(
             spec.response_id,
             sink.emit,
@@ -114,39 +130,16 @@ class Launcher:
             answered_calls=approval_calls(plan.messages),
             server_tools=self._settings.server_tools,
             resumed=resumed_items,
+            usage=usage.stream,
         )
-        meter = UsageMeter()
-        usage = RunUsage(meter, mapper.usage, Usage.from_body(plan.prior_usage))
-        # Every write carries the usage so far when it changed (kept on the response row).
-        sink.usage_source = usage.json
-        pairing = SqlPairing(self._store, spec, plan, sink, mapper, self._settings.checkpoint_types)
-        pairing.trace = trace
+        types = self._settings.checkpoint_types
+        pairing = SqlPairing(self._store, spec, plan, sink, mapper, types, trace=trace)
         ending = Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace)
-        journal = RunJournal(
-            spec.response_id,
-            sink.record if self._settings.journal else None,
-            stats=JournalStats.from_json(plan.prior_journal),
-        )
-        sink.journal = journal
-        # Only a run that resumes an earlier life of the response can find records.
-        records: Callable[[], Awaitable[list[JournalRow]]] | None = None
-        if journal_rows is not None:
-            rows = journal_rows
-
-            async def given() -> list[JournalRow]:
-                return rows
-
-            records = given
-        elif resumed:
-
-            async def read() -> list[JournalRow]:
-                return await self._store.journal(spec.response_id)
-
-            records = read
+        journal = JournalUse(sink.journal, self._records(spec.response_id, resumed, journal_rows))
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, meter, journal, records),
+            driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
             ending=ending,
             hand_over=lambda outage: self._hand_over(spec.response_id, outage=outage),
             trace=trace,
@@ -154,16 +147,38 @@ class Launcher:
         run.on_finished.append(self._after_stored_run)
         return self._start(run, defer)
 
+    def _records(
+        self, response_id: str, resumed: bool, given: list[JournalRow] | None
+    ) -> Callable[[], Awaitable[list[JournalRow]]] | None:
+        """Where a run finds its journal's records: only one that resumes an earlier life of the
+        response can find any (read now, or `given` by recovery, which read them already)."""
+        if given is not None:
+            rows = given
+
+            async def found() -> list[JournalRow]:
+                return rows
+
+            return found
+        if not resumed:
+            return None
+
+        async def read() -> list[JournalRow]:
+            return await self._store.journal(response_id)
+
+        return read
+
     def launch_in_memory(
         self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool, trace: RunTrace = NO_TRACE
     ) -> ResponseRun:
         """Start the run of a `store=false` response (nothing is written)."""
+        usage = RunUsage(UsageMeter(), StreamUsage())
         mapper = ItemMapper(
             spec.response_id,
             sink.emit,
             server_label=self._app.name,
             answered_calls=approval_calls(plan.messages),
             server_tools=self._settings.server_tools,
+            usage=usage.stream,
         )
 
         async def stored_checkpoint(checkpoint_id: str):  # type: ignore[no-untyped-def]
@@ -182,12 +197,12 @@ class Launcher:
         async def nothing_to_release(_outage: bool) -> None:
             return None
 
-        meter = UsageMeter()
+        journal = JournalUse(RunJournal(spec.response_id, None))
         run = ResponseRun(
             spec,
             sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, meter, RunJournal(spec.response_id, None)),
-            ending=Ending(spec, sink, pairing, None, RunUsage(meter, mapper.usage)),
+            driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
+            ending=Ending(spec, sink, pairing, None, usage),
             hand_over=nothing_to_release,
             trace=trace,
         )
@@ -200,24 +215,11 @@ class Launcher:
         sink: SqlSink | MemorySink,
         pairing: SqlPairing | MemoryPairing,
         meter: UsageMeter,
-        journal: RunJournal,
-        journal_records: Callable[[], Awaitable[list[JournalRow]]] | None = None,
+        journal: JournalUse,
     ) -> Driver:
-        return Driver(
-            spec,
-            plan,
-            sink,
-            pairing,
-            build_agent=self._app.build,
-            is_workflow=self._app.is_workflow,
-            reach=self._app.reach,
-            yield_every=self._settings.yield_every,
-            commit_lag=self._settings.commit_lag,
-            meter=meter,
-            delivery="live" if sink.live else "durable",
-            journal=journal,
-            journal_records=journal_records,
-        )
+        s = self._settings
+        pacing = Pacing(s.yield_every, s.commit_lag, "live" if sink.live else "durable")
+        return Driver(spec, plan, sink, pairing, self._entry, pacing, meter, journal)
 
     def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:
         self._registry.add(run)

@@ -92,6 +92,7 @@ class ItemMapper:
         answered_calls: Mapping[str, AnsweredCall] | None = None,
         server_tools: str = SERVER_TOOLS_MCP,
         resumed: Sequence[OpenItem] = (),
+        usage: StreamUsage | None = None,
     ) -> None:
         self._response_id = response_id
         self._emit = emit
@@ -102,7 +103,7 @@ class ItemMapper:
         # new message.
         self._current: dict[str, str] = {}
         self._serial = 0
-        self.usage = StreamUsage()
+        self.usage = usage if usage is not None else StreamUsage()  # what the stream reports
         # The finish reason of the latest model reply that had one ("length": cut at the token
         # limit, so the response ends `incomplete`).
         self.finish_reason: str | None = None

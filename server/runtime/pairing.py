@@ -107,10 +107,12 @@ class SqlPairing(Pairing):
         sink: Sink,
         mapper: ItemMapper,
         allowed_types: Iterable[str],
+        *,
+        trace: RunTrace = NO_TRACE,
     ) -> None:
         super().__init__(mapper)
         self._sink = sink
-        self.trace: RunTrace = NO_TRACE
+        self.trace = trace
         self._writes: deque[asyncio.Future[None]] = deque()
         self._storage = SqlCheckpointStorage(
             store,

@@ -1,7 +1,9 @@
 """What a run is: the response it drives (`RunSpec`) and how it enters the app (`RunPlan`).
 
-Invariant: both are plain data derived from stored rows and the request only, so recovery
-rebuilds exactly the spec and plan a first run had (continuations: `continuation.Continuations`).
+Invariant: both are plain, frozen data derived from stored rows and the request only, so
+recovery rebuilds exactly the spec and plan a first run had (continuations:
+`continuation.Continuations`); what an earlier life of a response left (its usage, its journal's
+counts) goes to the run's sink (`Launcher.sink`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from agent_framework import Message
 from ..protocol.request import CreateRequest
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunPlan:
     """What to call `agent.run` with: restore a checkpoint, give messages, or both."""
 
@@ -30,11 +32,6 @@ class RunPlan:
     # A plain agent's `AgentSession` as the previous turn left it (`AgentSession.to_dict()`);
     # None: a new session. Workflows keep their state in checkpoints instead.
     session: dict[str, Any] | None = None
-    # The response's usage (its Response `usage` JSON) as the last committed write of an earlier
-    # life of the response left it on the response row: recovery adds this run's model calls.
-    prior_usage: str | None = None
-    # The journal's counts (`responses.journal`) as earlier lives left them.
-    prior_journal: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -184,7 +185,15 @@ class Resumer:
         bind_response(row.id)
         recover = trace.child("durable_responses.recover", response_id=row.id)
         start_seq = max(state.max_seq, state.events[-1].seq if state.events else -1) + 1
-        sink = lane.launcher.sink(row.id, start_seq, row.delivery, background=row.background)
+        # The usage and journal counts the killed run's last committed write kept: earlier lives'.
+        sink = lane.launcher.sink(
+            row.id,
+            start_seq,
+            row.delivery,
+            background=row.background,
+            prior_usage=row.usage,
+            prior_journal=row.journal,
+        )
         closed, resumed, highest = self._reopen(row, state, sink)
         stop = self._stop(row, end_with)
         if stop is not None:
@@ -275,18 +284,16 @@ class Resumer:
             # the request's input (a reply, a new message): resuming alone would lose the input.
             plan = await continuations.plan_delivery(row.user_id, req, own_cp)
         elif own_cp is not None:
-            plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id)
-            if req.tools:
-                plan.tools = (await continuations.plan(row.user_id, req, row.id)).tools
+            tools = (await continuations.plan(row.user_id, req, row.id)).tools if req.tools else []
+            plan = RunPlan(messages=[], checkpoint_id=own_cp.checkpoint_id, tools=tools)
         else:
             plan = await continuations.plan(row.user_id, req, row.id)
-        if own_cp is not None and plan.checkpoint_id == own_cp.checkpoint_id:
-            plan.checkpoint_data = own_cp.data
-        # The usage the killed run's last committed write kept: the model calls of earlier lives.
-        plan.prior_usage = row.usage
-        plan.prior_journal = row.journal
-        plan.announced = announced(json.loads(o.data) for o in state.outputs)
-        return plan
+        restores = own_cp is not None and plan.checkpoint_id == own_cp.checkpoint_id
+        return dataclasses.replace(
+            plan,
+            checkpoint_data=own_cp.data if own_cp is not None and restores else plan.checkpoint_data,
+            announced=announced(json.loads(o.data) for o in state.outputs),
+        )
 
     @staticmethod
     def _spec(row: ResponseRow, req: CreateRequest, *, all_output_here: bool) -> RunSpec:

@@ -42,8 +42,9 @@ from ..store import (
     WebhookEvent,
     Write,
 )
-from .journal import RunJournal
+from .journal import JournalStats, RunJournal
 from .open_items import ClosedItem
+from .usage import RunUsage, StreamUsage, UsageMeter
 
 # Given a response's end (and the output items that wait for a person), the webhook events to
 # commit with it (none: nothing is sent).
@@ -141,7 +142,26 @@ def _item_row(c: ClosedItem) -> OutputItemRow:
 
 
 class SqlSink(Sink):
-    def __init__(self, store: Store, response_id: str, owner: str, *, live: bool, start_seq: int) -> None:
+    """A stored run's sink, built complete: beside its events, every write carries the usage so
+    far when it changed (`usage`, kept on the response row), a background response's end its
+    webhook events (`webhook_for`, then `on_webhook` once committed), and the journal's rows and
+    counts (`journal`: recorded through this sink when `journaling`, its counts from
+    `journal_stats`, what earlier lives left)."""
+
+    def __init__(
+        self,
+        store: Store,
+        response_id: str,
+        owner: str,
+        *,
+        live: bool,
+        start_seq: int,
+        usage: RunUsage | None = None,
+        webhook_for: WebhookFor | None = None,
+        on_webhook: Callable[[], None] | None = None,
+        journaling: bool = False,
+        journal_stats: JournalStats | None = None,
+    ) -> None:
         self._store = store
         self._rid = response_id
         self._owner = owner
@@ -155,16 +175,17 @@ class SqlSink(Sink):
         # with the loop time they were handed over at.
         self._inflight: deque[tuple[float, asyncio.Future[None]]] = deque()
         self.failure = None
-        # The response's usage so far (its JSON), asked at every write: sent when it changed.
-        self.usage_source: Callable[[], str] | None = None
+        # The response's usage so far, asked at every write: its JSON sent when it changed.
+        self.usage = usage if usage is not None else RunUsage(UsageMeter(), StreamUsage())
+        self._carries_usage = usage is not None
         self._usage_sent: str | None = None
-        # Background responses with webhooks configured: the end's event rides with the end
-        # (one transaction), and `on_webhook` is told once it is committed.
-        self.webhook_for: WebhookFor | None = None
-        self.on_webhook: Callable[[], None] | None = None
-        # The run's journal, when its agents record their calls (see `journal`), and its counts
-        # as last sent (a write carries them when they changed).
-        self.journal: RunJournal | None = None
+        self._webhook_for = webhook_for
+        self._on_webhook = on_webhook
+        # The run's journal (see `journal`), and its counts as last sent (a write carries them
+        # when they changed).
+        self.journal = RunJournal(
+            response_id, self.record if journaling else None, stats=journal_stats or JournalStats()
+        )
         self._journal_sent: str | None = None
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -229,16 +250,14 @@ class SqlSink(Sink):
         waiting: Sequence[Mapping[str, Any]] = (),
     ) -> asyncio.Future[None]:
         self._check()
-        usage = self.usage_source() if self.usage_source is not None else None
+        usage = self.usage.json() if self._carries_usage else None
         if usage == self._usage_sent:
             usage = None
         else:
             self._usage_sent = usage
         keep, clear = None, False
         journal = self.journal
-        if journal is not None and (
-            finish is not None or (checkpoint is not None and not checkpoint.awaits_input)
-        ):
+        if finish is not None or (checkpoint is not None and not checkpoint.awaits_input):
             # The end, or a checkpoint that starts a superstep (not one a continuation saves
             # before its input, whose superstep is still the one before it): the records held
             # so far serve no re-run once this write commits.
@@ -258,8 +277,8 @@ class SqlSink(Sink):
             finish=finish,
             prune=prune,
             urgent=urgent,
-            webhooks=self.webhook_for(self._rid, finish, waiting)
-            if finish is not None and self.webhook_for
+            webhooks=self._webhook_for(self._rid, finish, waiting)
+            if finish is not None and self._webhook_for
             else (),
             usage=usage,
             journal_keep=keep,
@@ -269,15 +288,15 @@ class SqlSink(Sink):
         self._pending = []
         fut = self._store.submit(write)
         fut.add_done_callback(self._on_done)
-        if write.webhooks and self.on_webhook is not None:
-            wake = self.on_webhook
+        if write.webhooks and self._on_webhook is not None:
+            wake = self._on_webhook
             fut.add_done_callback(lambda f: wake() if not f.cancelled() and f.exception() is None else None)
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut
 
     def _journal_stats(self) -> str | None:
         """The journal's counts, when they changed since a write last carried them."""
-        if self.journal is None or self.journal.record is None:
+        if self.journal.record is None:
             return None
         stats = self.journal.stats.json()
         if stats == (self._journal_sent or self.journal.baseline):

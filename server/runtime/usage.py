@@ -266,6 +266,11 @@ class RunUsage:
         self._json: str | None = None
         self._json_key: tuple[int, int] = (0, 0)
 
+    @property
+    def stream(self) -> StreamUsage:
+        """What the run's stream reported (its mapper feeds it)."""
+        return self._stream
+
     @classmethod
     def stored(cls, text: str | None) -> RunUsage:
         """The usage of a response no run continues: what its row keeps (`Usage.from_body`)."""

@@ -1,0 +1,114 @@
+"""A run's parts, built through their constructors and tested alone: the launcher's sink
+(usage, journal and webhooks given at construction), the pairing and the ending, against a
+real store or a memory sink."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from durable_responses.examples.echo_agent import echo_agent
+from durable_responses.protocol.request import parse_create_request
+from durable_responses.runtime import ending, launcher, pairing
+from durable_responses.runtime.apps import HostedApp
+from durable_responses.runtime.mapping import ItemMapper
+from durable_responses.runtime.memory import MemoryPairing, MemorySink
+from durable_responses.runtime.plan import RunPlan, RunSpec
+from durable_responses.runtime.registry import RunRegistry
+from durable_responses.runtime.settings import RuntimeSettings
+from durable_responses.runtime.telemetry import Telemetry
+from durable_responses.runtime.usage import RunUsage, StreamUsage, Usage, UsageMeter
+from durable_responses.store import Store
+from tests.store.helpers import event, owned
+
+RUNTIME = Path(__file__).resolve().parents[2] / "server" / "runtime"
+
+
+def _usage_json(input_tokens: int, output_tokens: int) -> str:
+    usage = Usage()
+    usage.input_tokens, usage.output_tokens = input_tokens, output_tokens
+    return json.dumps(usage.body())
+
+
+def _spec(rid: str) -> RunSpec:
+    req = parse_create_request({"input": "hi"})
+    return RunSpec(
+        response_id=rid, user_id="alice", created_at=1.0, request=req, background=True, lineage=f"resp:{rid}"
+    )
+
+
+def _launcher(store: Store) -> launcher.Launcher:
+    app = HostedApp("durable_responses.examples.echo_agent:echo_agent", echo_agent)
+    return launcher.Launcher(store, app, RuntimeSettings(), RunRegistry(), "p1")
+
+
+async def test_a_sink_carries_what_earlier_lives_left_from_its_construction(store: Store) -> None:
+    """Recovery's sink is built with the usage and journal counts the response row kept: its
+    first write keeps them on the row, with nothing set on the sink after it was built."""
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    prior = _usage_json(12, 5)
+    sink = _launcher(store).sink(
+        "resp_1",
+        1,
+        "durable",
+        prior_usage=prior,
+        prior_journal=json.dumps({"recorded": 2, "replayed": 1, "rerun": 0}),
+    )
+    assert sink.usage.total().input_tokens == 12
+    assert sink.journal.record is not None  # the journal is on by default: records go through this sink
+    assert sink.journal.stats.recorded == 2
+    sink.emit({"type": "response.output_text.delta", "delta": "x"})
+    await sink.commit()
+    row = await store.get_response("resp_1", None)
+    assert row is not None and row.usage is not None
+    assert json.loads(row.usage)["input_tokens"] == 12 and json.loads(row.usage)["output_tokens"] == 5
+
+
+async def test_a_pairing_and_an_ending_take_their_trace_at_construction(store: Store) -> None:
+    spec = _spec("resp_2")
+    sink = _launcher(store).sink("resp_2", 1, "durable")
+    mapper = ItemMapper("resp_2", sink.emit, usage=sink.usage.stream)
+    trace, _ = Telemetry("app", "p1").first_life("resp_2", delivery="durable", background=True)
+    paired = pairing.SqlPairing(store, spec, RunPlan(messages=[]), sink, mapper, (), trace=trace)
+    assert paired.trace is trace
+    ended = ending.Ending(spec, sink, paired, store.output_items, sink.usage, trace=trace)
+    assert ended.trace is trace
+    trace.close(None)
+
+
+async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
+    """`Ending` against a memory sink: the terminal event carries the run's usage (earlier
+    lives' plus this run's stream), and the open items it closes."""
+    sink = MemorySink()
+    stream = StreamUsage()
+    usage = RunUsage(UsageMeter(), stream, Usage.from_body(_usage_json(7, 3)))
+    mapper = ItemMapper("resp_3", sink.emit, usage=stream)
+    end = ending.Ending(_spec("resp_3"), sink, MemoryPairing(mapper, sink), None, usage)
+    await end.finish("completed", close_status="completed")
+    terminal = json.loads(sink.events[-1].data)
+    assert terminal["type"] == "response.completed"
+    assert terminal["response"]["usage"]["input_tokens"] == 7
+    assert terminal["response"]["usage"]["output_tokens"] == 3
+    assert end.status == "completed"
+
+
+def test_no_part_of_a_run_is_patched_after_construction() -> None:
+    """The launcher and the creator set no attribute of an object they built (only their own)."""
+    patched = []
+    for name in ("launcher.py", "creation.py"):
+        tree = ast.parse((RUNTIME / name).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if isinstance(target, ast.Attribute) and not (
+                    isinstance(target.value, ast.Name) and target.value.id == "self"
+                ):
+                    patched.append(f"{name}:{node.lineno} {ast.unparse(target)}")
+    assert not patched, patched
