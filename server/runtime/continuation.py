@@ -4,12 +4,15 @@ Invariants:
 - Fail closed: continuing a response that is missing, still running, waiting for replies that
   were not given, or whose workflow checkpoint is gone (or holds a refused type) is a 4xx; a
   workflow is never silently restarted from its entry executor.
+- A turn's facts are read once (`prepare`: the response it follows, that response's pending
+  requests, the checkpoint or agent session it continues, its input's item references), then
+  checked and planned from that one read (`plan_for`); nothing read for it is read again.
 - Everything a run would refuse is refused here first, with a 4xx, before a response is created
-  or a request is marked answered (`check`): a reply to a paused workflow holds only
+  or a request is marked answered (`prepare`): a reply to a paused workflow holds only
   function_call_output items, each for one of its pending calls, each convertible to the type
   its request declared; a function_call_output elsewhere must answer a function_call that the
   input or the prior turns hold; an item_reference must name an item of the same user.
-- A reply answers a pending request exactly once (`answer_pending` is all-or-none).
+- A reply answers a pending request exactly once (`answer` is all-or-none).
 - `plan()` derives the start of a run from stored data only, so recovery restarts a response
   that has no checkpoint yet exactly as its first run started.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agent_framework import Message, WorkflowCheckpoint
@@ -25,8 +29,6 @@ from agent_framework import Message, WorkflowCheckpoint
 from ..protocol import errors
 from ..protocol.request import CreateRequest
 from ..store import (
-    ABANDONED_STATUSES,
-    TERMINAL_STATUSES,
     CheckpointRow,
     PendingRequestRow,
     ResponseRow,
@@ -35,8 +37,7 @@ from ..store import (
 from ._af_private import CheckpointTypeRefused, decode_checkpoint, decode_session
 from ._offload import for_input
 from .apps import HostedApp
-from .ending import SESSION_ROWS
-from .history import MAX_HISTORY_RESPONSES, History
+from .history import History
 from .inputs import InputError
 from .messages import declaration_tools, input_items_to_messages
 from .plan import RunPlan
@@ -49,6 +50,15 @@ from .replies import (
     pending_of,
     reply_messages,
     typed_replies,
+)
+from .turn_facts import (
+    Followed,
+    Turn,
+    answered_earlier,
+    checkpoint_of,
+    follow,
+    previous_of,
+    session_of,
 )
 
 # Decoded checkpoints kept by id (a checkpoint row never changes): `check` and `plan` share one.
@@ -75,65 +85,76 @@ class Continuations:
         self.history = History(store)
         self._decoded: OrderedDict[str, WorkflowCheckpoint] = OrderedDict()
 
-    async def check(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
-        """The response this one continues (for pending requests), after validating it and the input."""
-        prev = await self._previous(user_id, req)
-        await self.check_input(user_id, req, prev)
-        return prev
+    async def prepare(self, user_id: str, req: CreateRequest, followed: Followed | None = None) -> Turn:
+        """A new turn's facts, read once, after refusing (4xx) what its run would fail on:
+        `followed` is what the turn follows, as already read (else read here)."""
+        if followed is None:
+            followed = await follow(self.store, user_id, req)
+        prev = previous_of(req, followed)
+        turn = await self._facts(user_id, req, None, prev, followed.conversation, strict=True)
+        await self.check_input(user_id, req, turn)
+        return turn
 
-    async def _previous(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
-        if req.previous_response_id:
-            prev = await self.store.get_response(req.previous_response_id, user_id)
-            if prev is None:
-                raise errors.not_found(
-                    f"Previous response with id '{req.previous_response_id}' not found.",
-                    param="previous_response_id",
-                )
-            if prev.status not in TERMINAL_STATUSES:
-                raise errors.conflict(
-                    f"Previous response '{prev.id}' is still {prev.status}; wait for it to finish "
-                    "(or cancel it) before continuing from it.",
-                    code="previous_response_in_progress",
-                )
-            return prev
-        if req.conversation_id:
-            prior = await self.store.conversation_responses(user_id, req.conversation_id)
-            for r in prior:
-                if r.status not in TERMINAL_STATUSES:
-                    raise errors.conflict(
-                        f"Conversation '{req.conversation_id}' has a response in progress ({r.id}); "
-                        "wait for it to finish before adding a turn.",
-                        code="conversation_busy",
-                    )
-            # A failed or cancelled turn's work was stopped: the next turn continues the last
-            # turn that finished (its pending requests, its checkpoint).
-            finished = [r for r in prior if r.status not in ABANDONED_STATUSES]
-            return finished[-1] if finished else None
-        return None
+    async def _facts(
+        self,
+        user_id: str,
+        req: CreateRequest,
+        rid: str | None,
+        prev: ResponseRow | None,
+        conversation: tuple[ResponseRow, ...],
+        *,
+        strict: bool,
+    ) -> Turn:
+        """Read what a turn needs, each fact once: `prev`'s pending requests, a workflow's
+        checkpoint or an agent's session, the input's references (`strict`: 404 for one that
+        names nothing; recovery drops it)."""
+        store = self.store
+        items = tuple(await self.resolve_references(user_id, req.input_items, strict=strict))
+        pending = tuple(await store.pending_requests(prev.id, user_id)) if prev is not None else ()
+        earlier = tuple(await answered_earlier(store, user_id, req, prev, pending, conversation))
+        turn = Turn(prev, conversation, items, pending, earlier)
+        follows = bool(req.previous_response_id or req.conversation_id)
+        if not follows:
+            return turn
+        if self.app.is_workflow:
+            try:
+                return replace(turn, checkpoint=await checkpoint_of(store, user_id, req, rid, conversation))
+            except errors.ProtocolError as exc:
+                if exc.code != "checkpoint_not_found":
+                    raise
+                if prev is None and req.previous_response_id:
+                    # (Recovery: whether the turn answers a pause, which then fails closed.)
+                    pending = tuple(await store.pending_requests(req.previous_response_id, user_id))
+                return replace(turn, pending=pending, checkpoint_gone=exc)
+        session, session_from = await session_of(store, user_id, req, rid)
+        if session_from is None:
+            rows: tuple[PendingRequestRow, ...] = ()
+        elif prev is not None and session_from == prev.id:
+            rows = pending
+        else:
+            rows = tuple(await store.pending_requests(session_from, user_id))
+        return replace(turn, session=session, session_from=session_from, session_pending=rows)
 
     # -- validating the input of a new turn -------------------------------------------------
 
-    async def check_input(self, user_id: str, req: CreateRequest, prev: ResponseRow | None) -> None:
+    async def check_input(self, user_id: str, req: CreateRequest, turn: Turn) -> None:
         """Refuse (4xx) an input the run would fail on, before anything is created or answered."""
-        items = req.input_items
-        if self.app.is_workflow and prev is not None:
-            pending = await self.store.pending_requests(prev.id, user_id)
-            earlier = await self._answered_earlier(user_id, req, prev, pending)
-            if pending or earlier:
-                cp = await self._checkpoint(user_id, req, None)
-                decoded = self._decode(cp) if cp is not None else None
-                check_pause_reply(
-                    prev.id, items, [*pending, *earlier], pending_of(decoded) if decoded else {}
-                )
-                if decoded is not None:
-                    typed_replies(decoded, items)
-                return
+        items, prev = req.input_items, turn.prev
+        if self.app.is_workflow and prev is not None and (turn.pending or turn.earlier):
+            if turn.checkpoint_gone is not None:
+                raise turn.checkpoint_gone
+            decoded = self._decode(turn.checkpoint) if turn.checkpoint is not None else None
+            check_pause_reply(
+                prev.id, items, [*turn.pending, *turn.earlier], pending_of(decoded) if decoded else {}
+            )
+            if decoded is not None:
+                typed_replies(decoded, items)
+            return
         if not self.app.is_workflow:
-            rows = await self.store.pending_requests(prev.id, user_id) if prev is not None else []
-            if prev is not None:
-                rows = [*rows, *await self._answered_earlier(user_id, req, prev, rows)]
-            check_agent_approvals(prev.id if prev is not None else None, items, rows)
-        resolved = await self.resolve_references(user_id, items, strict=True)
+            check_agent_approvals(
+                prev.id if prev is not None else None, items, [*turn.pending, *turn.earlier]
+            )
+        resolved = list(turn.items)
         replies = _call_ids(resolved, "function_call_output")
         if replies:
             await self._check_calls_exist(user_id, req, prev, resolved, replies)
@@ -149,35 +170,6 @@ class Continuations:
             raise errors.bad_request(
                 spec.error_message(str(exc)), param="input", code="invalid_workflow_input"
             ) from None
-
-    async def _answered_earlier(
-        self, user_id: str, req: CreateRequest, prev: ResponseRow, rows: Sequence[PendingRequestRow]
-    ) -> list[PendingRequestRow]:
-        """The requests of the conversation's earlier turns that this input answers again and that
-        were answered already. A conversation continues from its last turn (`prev`), but a request
-        answered in it is the conversation's: answering it again is a 409 naming the response that
-        answered it, not a 400 "unknown" (as with previous_response_id of the turn that asked)."""
-        if not req.conversation_id or req.previous_response_id:
-            return []
-        wanted = {str(i.get("call_id")) for i in req.input_items if _kind(i) == "function_call_output"}
-        wanted |= {
-            str(i.get("approval_request_id")) for i in req.input_items if _kind(i) == "mcp_approval_response"
-        }
-        wanted -= {r.call_id for r in rows}
-        found: list[PendingRequestRow] = []
-        if not wanted:
-            return found
-        prior = await self.store.conversation_responses(user_id, req.conversation_id)
-        for row in reversed(prior[-MAX_HISTORY_RESPONSES:]):
-            if row.id == prev.id:
-                continue
-            for p in await self.store.pending_requests(row.id, user_id):
-                if p.call_id in wanted and p.status == "answered":
-                    found.append(p)
-                    wanted.discard(p.call_id)
-            if not wanted:
-                break
-        return found
 
     async def _check_calls_exist(
         self,
@@ -224,102 +216,91 @@ class Continuations:
 
     # -- marking replies ------------------------------------------------------------------
 
-    async def answer_pending(
-        self, user_id: str, prev: ResponseRow, req: CreateRequest, rid: str
-    ) -> str | None:
-        """Mark the requests this input answers as answered by `rid` (all or none, after `check`)."""
-        pending = await self.store.pending_requests(prev.id, user_id)
-        if not pending:
-            return None  # not a pause: `check` let function outputs through as answers to calls
-        open_ids = [p.call_id for p in pending if p.status == "pending"]
-        if self.app.is_workflow:
-            cp = await self._checkpoint(user_id, req, None)
-            requests = pending_of(self._decode(cp)) if cp is not None else {}
-            replies = answered_ids(req.input_items, requests, open_ids)
-        else:
-            replies = check_agent_approvals(prev.id, req.input_items, pending)
-        if not replies:
+    def replies(self, req: CreateRequest, turn: Turn) -> list[str]:
+        """The pending requests of `turn.prev` this input answers (after `prepare`'s checks)."""
+        if turn.prev is None or not turn.pending:
+            return []  # not a pause: function outputs went through as answers to calls
+        if not self.app.is_workflow:
+            return check_agent_approvals(turn.prev.id, req.input_items, turn.pending)
+        open_ids = [p.call_id for p in turn.pending if p.status == "pending"]
+        cp = turn.checkpoint
+        requests = pending_of(self._decode(cp)) if cp is not None else {}
+        return answered_ids(req.input_items, requests, open_ids)
+
+    async def answer(self, user_id: str, turn: Turn, replies: Sequence[str], rid: str) -> str | None:
+        """Mark `replies` answered by `rid`, all or none (409 if another response answered one
+        meanwhile); the id of the response whose requests they were (None: nothing to mark)."""
+        if turn.prev is None or not replies:
             return None
-        refused = await self.store.answer_pending(prev.id, user_id, replies, rid)
+        refused = await self.store.answer_pending(turn.prev.id, user_id, replies, rid)
         if refused:
             raise errors.conflict(
                 f"The request(s) {', '.join(refused)} were answered concurrently by another response.",
                 code="call_already_answered",
                 param="input",
             )
-        return prev.id
+        return turn.prev.id
 
     # -- planning a run ---------------------------------------------------------------------
 
     async def plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
-        """How to (re)start a response from its stored input (also used by recovery)."""
-        items = await self.resolve_references(user_id, req.input_items, strict=False)
+        """How to (re)start a response from its stored input (recovery: its facts read now)."""
+        conversation: tuple[ResponseRow, ...] = ()
+        if req.conversation_id and not req.previous_response_id and self.app.is_workflow:
+            conversation = tuple(await self.store.conversation_responses(user_id, req.conversation_id))
+        turn = await self._facts(user_id, req, rid, None, conversation, strict=False)
+        return await self.plan_for(user_id, req, rid, turn)
+
+    async def plan_for(self, user_id: str, req: CreateRequest, rid: str, turn: Turn) -> RunPlan:
+        """How to start the run of `req` from its turn's facts (read by `prepare` or `plan`)."""
+        items = list(turn.items)
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
-            return await self._plan_agent(user_id, req, rid, items, tools)
-        if self.app.typed_input:
-            cp = await self._paused_checkpoint(user_id, req, rid)
-        else:
-            cp = await self._checkpoint(user_id, req, rid)
+            return await self._plan_agent(user_id, req, rid, items, tools, turn)
+        cp = self._paused_checkpoint(req, turn) if self.app.typed_input else self._continued(turn)
         if cp is None:
             return RunPlan(messages=await for_input(len(items), input_items_to_messages, items), tools=tools)
         return self._deliver(cp, items, tools)
 
-    async def _paused_checkpoint(self, user_id: str, req: CreateRequest, rid: str) -> CheckpointRow | None:
+    @staticmethod
+    def _continued(turn: Turn) -> CheckpointRow | None:
+        """The checkpoint a workflow turn continues from (None: a fresh start); 409 if it is gone."""
+        if turn.checkpoint_gone is not None:
+            raise turn.checkpoint_gone
+        return turn.checkpoint
+
+    def _paused_checkpoint(self, req: CreateRequest, turn: Turn) -> CheckpointRow | None:
         """A workflow with a typed input continues only a pause: a new turn with no request to
         answer is a new run of the workflow on the new input (the conversation keeps the history)."""
-        if not req.previous_response_id and not req.conversation_id:
+        if turn.checkpoint_gone is not None:
+            if req.previous_response_id and turn.pending:
+                raise turn.checkpoint_gone  # a pause whose checkpoint is gone: fail closed
             return None
-        try:
-            cp = await self._checkpoint(user_id, req, rid)
-        except errors.ProtocolError as exc:
-            if exc.code != "checkpoint_not_found":
-                raise
-            prev = req.previous_response_id
-            if prev and await self.store.pending_requests(prev, user_id):
-                raise  # a pause whose checkpoint is gone: fail closed
-            return None
+        cp = turn.checkpoint
         if cp is None or not pending_of(self._decode(cp)):
             return None
         return cp
 
     async def _plan_agent(
-        self, user_id: str, req: CreateRequest, rid: str, items: list[dict[str, Any]], tools: list[Any]
+        self,
+        user_id: str,
+        req: CreateRequest,
+        rid: str,
+        items: list[dict[str, Any]],
+        tools: list[Any],
+        turn: Turn,
     ) -> RunPlan:
         """A plain agent's turn: its previous turn's session (which holds the history) and this
         turn's input; without a stored session, the history rebuilt from the stored items."""
         # `instructions` apply to this response only (they are not carried over by
         # previous_response_id), as a system message ahead of everything else.
         system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
-        session_row, prev_id = await self._session(user_id, req, rid)
-        rows = await self.store.pending_requests(prev_id, user_id) if prev_id is not None else []
-        current = await for_input(len(items), approval_messages, items, rows)
-        if session_row is not None:
-            session = decode_session(session_row.data, allowed_types=self.allowed_types)
+        current = await for_input(len(items), approval_messages, items, list(turn.session_pending))
+        if turn.session is not None:
+            session = decode_session(turn.session.data, allowed_types=self.allowed_types)
             return RunPlan(messages=system + current, tools=tools, session=session)
         history = await self.history.messages(user_id, req, rid)
         return RunPlan(messages=system + history + current, tools=tools)
-
-    async def _session(
-        self, user_id: str, req: CreateRequest, rid: str
-    ) -> tuple[CheckpointRow | None, str | None]:
-        """The session a plain agent's turn continues (and the response that left it), if stored."""
-        if req.previous_response_id:
-            row = await self.store.latest_checkpoint(
-                user_id=user_id, response_id=req.previous_response_id, workflow_name=SESSION_ROWS
-            )
-            return row, req.previous_response_id
-        if req.conversation_id:
-            row = await self.store.latest_checkpoint(
-                user_id=user_id,
-                lineage=f"conv:{req.conversation_id}",
-                workflow_name=SESSION_ROWS,
-                skip_abandoned=True,
-            )
-            if row is not None and row.response_id == rid:
-                row = None  # (a recovery of this very turn never stored one; be safe)
-            return row, row.response_id if row is not None else None
-        return None, None
 
     async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:
         """Restore `cp` and deliver the request's input to it: the recovery of a run whose newest
@@ -329,41 +310,7 @@ class Continuations:
 
     def _deliver(self, cp: CheckpointRow, items: list[dict[str, Any]], tools: list[Any]) -> RunPlan:
         current = reply_messages(self._decode(cp), items)
-        return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, tools=tools)
-
-    async def _checkpoint(self, user_id: str, req: CreateRequest, rid: str | None) -> CheckpointRow | None:
-        """The checkpoint a workflow turn continues from (None: a fresh start); 409 if it is gone."""
-        if req.previous_response_id:
-            cp = await self.store.latest_checkpoint(user_id=user_id, response_id=req.previous_response_id)
-            if cp is None:
-                raise errors.conflict(
-                    f"The workflow state of previous response '{req.previous_response_id}' is not "
-                    "available (no checkpoint is stored for it), so it cannot be continued; start a new "
-                    "response without previous_response_id.",
-                    code="checkpoint_not_found",
-                    param="previous_response_id",
-                )
-            return cp
-        if req.conversation_id:
-            prior = [
-                r
-                for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid and r.status not in ABANDONED_STATUSES
-            ]
-            found = await self.store.latest_checkpoint(
-                user_id=user_id, lineage=f"conv:{req.conversation_id}", skip_abandoned=True
-            )
-            if found is not None and found.response_id == rid:
-                found = None  # recovery without own checkpoint: never happens (caller checks), be safe
-            if prior and found is None:
-                raise errors.conflict(
-                    f"The workflow state of conversation '{req.conversation_id}' is not available "
-                    "(no checkpoint is stored for it), so it cannot be continued; start a new conversation.",
-                    code="checkpoint_not_found",
-                    param="conversation",
-                )
-            return found
-        return None
+        return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, checkpoint_data=cp.data, tools=tools)
 
     def _decode(self, cp: CheckpointRow) -> WorkflowCheckpoint:
         """Decode a checkpoint, failing closed (422) on a type off the allow-list."""

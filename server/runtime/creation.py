@@ -5,9 +5,10 @@ Invariants:
   transaction, before its run starts; from then on only the lease holder appends to it.
 - A retry with the same client-chosen id (`x-agent-response-id`, or one derived from an
   `Idempotency-Key`) and the same body gets the same response, never a second run.
-- Everything a run would refuse is refused (4xx) before anything is created or a pending
-  request is marked answered (`Continuations.check`); a creation that fails gives back what it
-  took (answered requests, a conversation's hand-added items).
+- A turn's facts are read once and its run planned before anything is written
+  (`Continuations.prepare`, `plan_for`): everything a run would refuse is refused (4xx) before
+  anything is created or a pending request is marked answered. Only a creation whose own
+  commit fails gives back what it took (answered requests, a conversation's hand-added items).
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from ._offload import for_input
 from .conversations import ConversationService
 from .lanes import Lane, Lanes
 from .memory import MemorySink
-from .plan import RunSpec, lineage_for
+from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .run import ResponseRun
 from .run_options import applied
 from .settings import RuntimeSettings
+from .turn_facts import Followed, Turn
 from .turns import Turns, strategy_of
 from .versions import changes
 
@@ -115,7 +117,7 @@ class Creator:
                 return existing
         # The turn this one follows must have ended (or be ended) first.
         strategy = strategy_of(req, double_texting, self.settings.double_texting)
-        cleared = await self.turns.clear(user_id, req, strategy)
+        cleared, followed = await self.turns.clear(user_id, req, strategy)
         if cleared is not req:
             # Re-pointed past a rolled-back turn: stored so (recovery reads it); a retry is
             # still the client's request.
@@ -127,7 +129,7 @@ class Creator:
         # Items added to the conversation by hand since its last turn begin this turn's input.
         added = await self.conversations.take(user_id, req, rid)
         if not added:
-            return await self._create(lane, user_id, req, rid, encoded)
+            return await self._create(lane, user_id, rid, encoded, followed)
         client_hash = encoded.request_hash  # a retry is the same request without them
         req = dataclasses.replace(encoded.request, input_items=[*added, *encoded.request.input_items])
         encoded = dataclasses.replace(
@@ -135,7 +137,7 @@ class Creator:
         )
         created = False
         try:
-            result = await self._create(lane, user_id, req, rid, encoded)
+            result = await self._create(lane, user_id, rid, encoded, followed)
             created = True
             return result
         finally:
@@ -143,10 +145,13 @@ class Creator:
                 await self.conversations.give_back(rid)
 
     async def _create(
-        self, lane: Lane, user_id: str, req: CreateRequest, rid: str, encoded: _Encoded
+        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, followed: Followed
     ) -> Created:
-        continuations, launcher = lane.continuations, lane.launcher
-        prev = await continuations.check(user_id, req)
+        """Prepare the turn (its facts read once, 4xx for what its run would refuse), plan its
+        run, then create it: nothing is written before the plan stands."""
+        continuations, req = lane.continuations, encoded.request
+        turn = await continuations.prepare(user_id, req, followed)
+        prev = turn.prev
         if prev is not None and self.lanes.several and prev.app != lane.name:
             raise errors.bad_request(
                 f"Response '{prev.id}' was made by the app '{prev.app}', not '{lane.name}'; continue it "
@@ -155,50 +160,27 @@ class Creator:
                 code="model_mismatch",
             )
         if prev is not None and prev.app_version and prev.app_version not in lane.compatible:
-            await self._check_version(lane, user_id, prev)
-        req = encoded.request
-        now = time.time()
-        answered: str | None = None
-        if prev is not None and req.store:
-            answered = await continuations.answer_pending(user_id, prev, req, rid)
+            await self._check_version(lane, prev, turn)
+        plan = await continuations.plan_for(user_id, req, rid, turn)
         if not req.store:
-            return await self._create_in_memory(lane, user_id, req, rid, now)
-        status = "queued" if req.background else "in_progress"
+            return self._create_in_memory(lane, user_id, req, rid, plan)
+        answered = await continuations.answer(user_id, turn, continuations.replies(req, turn), rid)
+        return await self._insert(lane, user_id, rid, encoded, plan, answered)
+
+    async def _insert(
+        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, plan: RunPlan, answered: str | None
+    ) -> Created:
+        """Commit the response (row, input, first events, lease) and launch its run; a creation
+        that does not commit gives back the requests it answered (`answered`'s)."""
+        req, launcher, now = encoded.request, lane.launcher, time.time()
         trace, trace_context = launcher.telemetry.first_life(
             rid, delivery=self.settings.delivery.value, background=req.background
         )
-        row = ResponseRow(
-            id=rid,
-            user_id=user_id,
-            status=status,
-            background=req.background,
-            stream=req.stream,
-            delivery=self.settings.delivery,
-            created_at=now,
-            completed_at=None,
-            previous_response_id=req.previous_response_id,
-            conversation_id=req.conversation_id,
-            request=encoded.request_json,
-            request_hash=encoded.request_hash,
-            lease_owner=self.owner,
-            lease_expires_at=now + self.store.lease_seconds,
-            app=launcher.app_name,
-            app_version=lane.version or None,
-            created_by=self.owner,
-            trace_context=trace_context,
-        )
-        snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
-        first = [ev.response_created(snapshot)]
-        first.append(ev.response_queued(snapshot) if req.background else ev.response_in_progress(snapshot))
-        events = []
-        for seq, e in enumerate(first):
-            e["sequence_number"] = seq
-            events.append(EventRow(seq, e["type"], dumps(e)))
+        row, events = self._first_write(lane, user_id, req, rid, encoded, now, trace_context)
         # A streaming creator watches before the commit: its relay starts from the committed
         # tail (no read back of the rows just written).
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
-            plan = await continuations.plan(user_id, req, rid)
             with trace.committing("create"):
                 await self.store.insert_response(row, encoded.input_rows, events)
         except BaseException as exc:
@@ -219,7 +201,7 @@ class Creator:
             request=req,
             background=req.background,
             lineage=lineage_for(req, rid),
-            queued=status == "queued",
+            queued=row.status == "queued",
         )
         sink = launcher.sink(rid, len(events), background=req.background)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
@@ -233,12 +215,53 @@ class Creator:
             run.on_finished.append(drop_later)
         return Created(rid, req, run=run, subscription=sub)
 
-    async def _check_version(self, lane: Lane, user_id: str, prev: ResponseRow) -> None:
+    def _first_write(
+        self,
+        lane: Lane,
+        user_id: str,
+        req: CreateRequest,
+        rid: str,
+        encoded: _Encoded,
+        now: float,
+        trace_context: str | None,
+    ) -> tuple[ResponseRow, list[EventRow]]:
+        """The response row and its first events (`response.created`, then queued or in progress)."""
+        status = "queued" if req.background else "in_progress"
+        row = ResponseRow(
+            id=rid,
+            user_id=user_id,
+            status=status,
+            background=req.background,
+            stream=req.stream,
+            delivery=self.settings.delivery,
+            created_at=now,
+            completed_at=None,
+            previous_response_id=req.previous_response_id,
+            conversation_id=req.conversation_id,
+            request=encoded.request_json,
+            request_hash=encoded.request_hash,
+            lease_owner=self.owner,
+            lease_expires_at=now + self.store.lease_seconds,
+            app=lane.launcher.app_name,
+            app_version=lane.version or None,
+            created_by=self.owner,
+            trace_context=trace_context,
+        )
+        snapshot = build_response(req, response_id=rid, status=status, created_at=int(now))
+        first = [ev.response_created(snapshot)]
+        first.append(ev.response_queued(snapshot) if req.background else ev.response_in_progress(snapshot))
+        events = []
+        for seq, e in enumerate(first):
+            e["sequence_number"] = seq
+            events.append(EventRow(seq, e["type"], dumps(e)))
+        return row, events
+
+    async def _check_version(self, lane: Lane, prev: ResponseRow, turn: Turn) -> None:
         """Refuse (409, before anything is consumed) a turn this app version cannot continue:
         one that restores a workflow checkpoint of another graph, or answers another version's
         pending requests. A plain agent's (or a typed workflow's) fresh turn needs neither."""
         restores = lane.app.is_workflow and not lane.app.typed_input
-        if not restores and not await self.store.pending_requests(prev.id, user_id):
+        if not restores and not turn.pending:
             return
         old = await self.store.versions.manifest(prev.app or lane.name, str(prev.app_version))
         changed = changes(json.loads(old) if old else None, dict(lane.manifest))
@@ -273,11 +296,10 @@ class Creator:
         stored = CreateRequest.from_json_dict(json.loads(row.request))
         return Created(rid, stored, existing=True, run=self.registry.get(rid))
 
-    async def _create_in_memory(
-        self, lane: Lane, user_id: str, req: CreateRequest, rid: str, now: float
+    def _create_in_memory(
+        self, lane: Lane, user_id: str, req: CreateRequest, rid: str, plan: RunPlan
     ) -> Created:
-        launcher = lane.launcher
-        plan = await lane.continuations.plan(user_id, req, rid)
+        launcher, now = lane.launcher, time.time()
         sink = MemorySink()
         snapshot = build_response(req, response_id=rid, status="in_progress", created_at=int(now))
         sink.emit(ev.response_created(snapshot))

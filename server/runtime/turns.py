@@ -31,6 +31,7 @@ from ..store import TERMINAL_STATUSES, ResponseRow, Store
 from .registry import RunRegistry
 from .run import StopKind
 from .settings import DoubleTexting
+from .turn_facts import Followed, follow
 
 # The metadata key (and, as `x-double-texting`, the header) a request chooses its strategy by.
 METADATA_KEY = "double_texting"
@@ -53,6 +54,14 @@ def strategy_of(req: CreateRequest, header: str | None, default: DoubleTexting) 
     return default
 
 
+def running(followed: Followed) -> ResponseRow | None:
+    """The unfinished turn a request follows, if any."""
+    prev = followed.previous
+    if prev is not None:
+        return prev if prev.status not in TERMINAL_STATUSES else None
+    return next((row for row in followed.conversation if row.status not in TERMINAL_STATUSES), None)
+
+
 class Turns:
     """Clears the way for a new turn by its strategy (see the module's docstring)."""
 
@@ -61,27 +70,20 @@ class Turns:
         self._registry = registry
         self._wait_seconds = wait_seconds
 
-    async def running(self, user_id: str, req: CreateRequest) -> ResponseRow | None:
-        """The unfinished turn `req` follows, if any."""
-        if req.previous_response_id:
-            prev = await self._store.get_response(req.previous_response_id, user_id)
-            return prev if prev is not None and prev.status not in TERMINAL_STATUSES else None
-        if req.conversation_id:
-            for row in await self._store.conversation_responses(user_id, req.conversation_id):
-                if row.status not in TERMINAL_STATUSES:
-                    return row
-        return None
-
-    async def clear(self, user_id: str, req: CreateRequest, strategy: DoubleTexting) -> CreateRequest:
-        """Return once no turn `req` follows is running (the request, re-pointed past a
-        rolled-back turn). `reject` returns at once: the continuation check refuses the turn."""
+    async def clear(
+        self, user_id: str, req: CreateRequest, strategy: DoubleTexting
+    ) -> tuple[CreateRequest, Followed]:
+        """Return once no turn `req` follows is running: the request (re-pointed past a
+        rolled-back turn) and what it follows as last read (the continuation's facts start
+        from it). `reject` returns at once: the continuation refuses the turn."""
+        followed = await follow(self._store, user_id, req)
         if strategy is DoubleTexting.REJECT:
-            if await self.running(user_id, req) is not None:
+            if running(followed) is not None:
                 metrics.DOUBLE_TEXTING.inc(strategy=strategy.value)
-            return req
+            return req, followed
         deadline = time.monotonic() + self._wait_seconds
         counted = False
-        while (busy := await self.running(user_id, req)) is not None:
+        while (busy := running(followed)) is not None:
             if not counted:
                 metrics.DOUBLE_TEXTING.inc(strategy=strategy.value)
                 counted = True
@@ -90,7 +92,8 @@ class Turns:
             await self._until_ended(user_id, busy, deadline, strategy)
             if strategy is DoubleTexting.ROLLBACK:
                 req = await self._forget(user_id, req, busy)
-        return req
+            followed = await follow(self._store, user_id, req)
+        return req, followed
 
     async def _cancel(self, row: ResponseRow) -> None:
         await self._store.request_cancel(row.id, row.user_id)
