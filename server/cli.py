@@ -263,6 +263,20 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
         switch_interval_ms,
     )
     server = _Server(config, service.host)
+    _tune_interpreter(switch_interval_ms)
+    sockets = [workers.bind_reuse_port(http.host, http.port)] if http.reuse_port else None
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(server.serve(sockets=sockets))
+    except KeyboardInterrupt:
+        # Ctrl+C: uvicorn has shut down gracefully, then re-raises the SIGINT it handled, which
+        # asyncio turns into KeyboardInterrupt. A stop the user asked for is not an error.
+        pass
+    return 0
+
+
+def _tune_interpreter(switch_interval_ms: float) -> None:
+    """The garbage collector and the GIL's switch interval, as a server of streams needs them."""
     # Everything loaded so far lives as long as the process: keep it out of the garbage
     # collector's full passes, whose cost would otherwise grow with it on every long response.
     gc.collect()
@@ -284,15 +298,6 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     # output goes out ~1.2 ms sooner); with no other thread wanting the GIL (PostgreSQL) it
     # changes nothing.
     sys.setswitchinterval(switch_interval_ms / 1000)
-    sockets = [workers.bind_reuse_port(http.host, http.port)] if http.reuse_port else None
-    try:
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
-            runner.run(server.serve(sockets=sockets))
-    except KeyboardInterrupt:
-        # Ctrl+C: uvicorn has shut down gracefully, then re-raises the SIGINT it handled, which
-        # asyncio turns into KeyboardInterrupt. A stop the user asked for is not an error.
-        pass
-    return 0
 
 
 def _supervise(settings: Settings, argv: Sequence[str]) -> int:

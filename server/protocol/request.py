@@ -26,9 +26,10 @@ from ._check import (
     want_object,
     want_str,
 )
+from .content_parts import MAX_TEXT_CHARS
 from .errors import bad_request
 from .ids import is_valid_conversation_id, is_valid_response_id
-from .input_items import MAX_TEXT_CHARS, normalize_input
+from .input_items import normalize_input
 from .query import ListParams, StreamParams, parse_list_params, parse_stream_params
 from .sse import dumps
 from .tools import parse_tool_choice, parse_tools

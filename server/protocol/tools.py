@@ -20,7 +20,8 @@ from ._check import (
     want_object,
     want_str,
 )
-from .input_items import FUNCTION_NAME, MAX_TEXT_CHARS
+from .content_parts import MAX_TEXT_CHARS
+from .input_items import FUNCTION_NAME
 
 TOOL_CHOICE_VALUES = ("none", "auto", "required")
 _FUNCTION_TOOL_KEYS = frozenset(

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..observability import metrics, tracing
 from ..protocol import errors
 from ..protocol.request import CreateRequest, parse_create_request
-from ..store.ops import ResponseSummary
+from ..store import Delivery, EventRow, JournalRow
+from ..store.ops import LoggedCheckpoint, ResponseSummary
 from .relay import ResponseStream
 
 if TYPE_CHECKING:
@@ -162,26 +164,6 @@ class Admin:
         logged = [
             c for c in await store.ops.checkpoint_log(response_id) if c.workflow_name != "agent-session"
         ]
-        supersteps = []
-        previous = -1
-        for n, c in enumerate(logged, start=1):
-            closed = [
-                json.loads(e.data).get("item", {}).get("id")
-                for e in events
-                if previous < e.seq <= c.event_seq and e.type == "response.output_item.done"
-            ]
-            supersteps.append(
-                {
-                    "superstep": n,
-                    "checkpoint_id": c.checkpoint_id,
-                    "event_seq": c.event_seq,
-                    "events": c.event_seq - previous,
-                    "bytes": c.bytes,
-                    "created_at": c.created_at,
-                    "items_closed": [i for i in closed if i],
-                }
-            )
-            previous = max(previous, c.event_seq)
         lives = [
             {
                 "life": 1,
@@ -205,44 +187,15 @@ class Admin:
             }
             for p in await store.ops.pending_requests(response_id)
         ]
-        deliveries = [
-            {
-                "event_id": d.event_id,
-                "type": d.type,
-                "endpoint": d.endpoint,
-                "status": d.status,
-                "attempts": d.attempts,
-                "next_attempt_at": d.next_attempt_at,
-                "last_error": d.last_error,
-                "delivered_at": d.delivered_at,
-            }
-            for d in await store.webhooks.deliveries(response_id=response_id)
-        ]
-        journal = {
-            # Over every life of the response: calls recorded, replayed instead of made again,
-            # tools run again under their idempotency key.
-            "counts": json.loads(row.journal) if row.journal else {"recorded": 0, "replayed": 0, "rerun": 0},
-            # What a re-run would replay now (the superstep after the newest checkpoint).
-            "records": [
-                {
-                    "checkpoint_id": j.checkpoint_id or None,
-                    "executor": j.executor,
-                    "place": j.place,
-                    "state": j.state,
-                    "bytes": len(j.data),
-                    "created_at": j.created_at,
-                }
-                for j in await store.journal(response_id)
-            ],
-        }
+        deliveries = [_delivery(d) for d in await store.webhooks.deliveries(response_id=response_id)]
         return {
             "summary": _summary(s, time.time()),
-            "journal": journal,
+            "journal": _journal(row.journal, await store.journal(response_id)),
             "response": await self._host.response_json(row),
             "items": items,
             "events": [{"seq": e.seq, "type": e.type, "data": json.loads(e.data)} for e in events],
             "events_truncated": len(events) >= MAX_EVENTS,
-            "supersteps": supersteps,
+            "supersteps": _supersteps(logged, events),
             "lives": lives,
             "pending": pending,
             "awaiting_input": any(p["status"] == "pending" for p in pending),
@@ -287,3 +240,61 @@ class Admin:
             request["previous_response_id"] = response_id
         created = await self._host.create(s.user_id, parse_create_request(request), None)
         return {"id": created.response_id, "previous_response_id": response_id}
+
+
+def _supersteps(logged: Sequence[LoggedCheckpoint], events: Sequence[EventRow]) -> list[dict[str, Any]]:
+    """Each paired checkpoint (a superstep): its events and the items it closed."""
+    supersteps = []
+    previous = -1
+    for n, c in enumerate(logged, start=1):
+        closed = [
+            json.loads(e.data).get("item", {}).get("id")
+            for e in events
+            if previous < e.seq <= c.event_seq and e.type == "response.output_item.done"
+        ]
+        supersteps.append(
+            {
+                "superstep": n,
+                "checkpoint_id": c.checkpoint_id,
+                "event_seq": c.event_seq,
+                "events": c.event_seq - previous,
+                "bytes": c.bytes,
+                "created_at": c.created_at,
+                "items_closed": [i for i in closed if i],
+            }
+        )
+        previous = max(previous, c.event_seq)
+    return supersteps
+
+
+def _delivery(d: Delivery) -> dict[str, Any]:
+    return {
+        "event_id": d.event_id,
+        "type": d.type,
+        "endpoint": d.endpoint,
+        "status": d.status,
+        "attempts": d.attempts,
+        "next_attempt_at": d.next_attempt_at,
+        "last_error": d.last_error,
+        "delivered_at": d.delivered_at,
+    }
+
+
+def _journal(counts: str | None, records: Sequence[JournalRow]) -> dict[str, Any]:
+    return {
+        # Over every life of the response: calls recorded, replayed instead of made again,
+        # tools run again under their idempotency key.
+        "counts": json.loads(counts) if counts else {"recorded": 0, "replayed": 0, "rerun": 0},
+        # What a re-run would replay now (the superstep after the newest checkpoint).
+        "records": [
+            {
+                "checkpoint_id": j.checkpoint_id or None,
+                "executor": j.executor,
+                "place": j.place,
+                "state": j.state,
+                "bytes": len(j.data),
+                "created_at": j.created_at,
+            }
+            for j in records
+        ],
+    }
