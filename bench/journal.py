@@ -1,11 +1,13 @@
 """What the journal (issue 37) costs: time per agent superstep with and without it, and bytes
 per recorded call, on SQLite and on PostgreSQL.
 
-    python -m bench.journal [--responses 30] [--dialects sqlite,postgresql]
+    python -m bench.journal [--responses 30] [--rounds 1] [--dialects sqlite,postgresql]
 
 The app is a workflow of three chained agent executors, each an agent on agent-framework's real
-OpenAI client calling one tool (two model calls and a tool call per superstep), against the
-fake model with no token delay (so the host's own cost is what is measured, not the model's).
+OpenAI client with one tool, against the fake model with no token delay (so the host's own cost
+is what is measured, not the model's). The fake calls a tool named in the user's text once: the
+first agent calls it (two model calls and a tool call), the other two answer in one model call
+each, so a response records six rows (four model calls, the tool's intent and result).
 Two servers run side by side on their own databases, one with `DURABLE_RESPONSES_JOURNAL=off`;
 requests (foreground, JSON) alternate between them, so both see the same machine load. The
 figure is the median of the paired ratios of wall time per response (three agent supersteps
