@@ -19,7 +19,6 @@ MAX_MODULE_LINES = 400
 ALLOWED_MODULES = {
     "runtime/_af_private.py",  # afversions
     "runtime/mapping.py",  # afversions
-    "store/store.py",  # writepath
 }
 ALLOWED_FUNCTIONS: set[str] = set()
 

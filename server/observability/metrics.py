@@ -261,7 +261,7 @@ def _store_samples() -> Iterator[tuple[str, str, dict[str, str], float]]:
     for (k, cause), n in fallbacks.items():
         yield (
             "store_fallbacks",
-            "Writes retried on the general path, by the fast path left and its cause.",
+            "Writes retried one by one after their batch failed, by write kind and cause.",
             {"kind": k, "cause": cause},
             n,
         )
@@ -358,7 +358,7 @@ def configure_otlp(settings: ObservabilitySettings) -> bool:
     names = {
         "store_commits": "Outbox transactions committed, by write kind.",
         "store_writes": "Writes committed, by write kind.",
-        "store_fallbacks": "Writes retried on the general path.",
+        "store_fallbacks": "Writes retried one by one after their batch failed.",
         "store_failed_writes": "Writes the outbox could not commit.",
         "events_committed": "Response events committed to the outbox.",
     }

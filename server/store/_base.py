@@ -8,17 +8,16 @@ never as a driver's exception; anything else (a lost lease, a constraint) passes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..observability import metrics
 from ._engine import SQLITE, Database, outside_transaction
-from ._plan import plan
-from .errors import LeaseLost, classify
+from .errors import classify
 from .health import Op
-from .records import CheckpointRow, ResponseRow, Write
+from .records import CheckpointRow, ResponseRow
 
 
 def response_row(row: Any) -> ResponseRow:
@@ -81,12 +80,3 @@ class StoreBase:
             self.db.failed(unavailable, Op.WRITE)
             raise unavailable from exc
         self.db.health.succeeded(Op.WRITE)
-
-
-async def write_all(conn: AsyncConnection, writes: Sequence[Write], *, lease_seconds: float) -> None:
-    """Apply `writes` inside the caller's transaction, as `_plan` plans them (the general path:
-    `Store.write_now`, PostgreSQL's GENERAL group)."""
-    for op in plan(writes, lease_seconds=lease_seconds):
-        res = await (conn.execute(op.stmt, op.params) if op.params is not None else conn.execute(op.stmt))
-        if op.fence is not None and res.rowcount != 1:
-            raise LeaseLost(op.fence)

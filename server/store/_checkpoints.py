@@ -6,15 +6,18 @@ Invariant: checkpoints are ordered by the host's own `seq`, never by the framewo
 
 from __future__ import annotations
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import and_, delete, select, text
 
+from . import _sql
 from . import _tables as t
 from ._base import StoreBase, checkpoint_row
-from ._plan import prune_op
 from .records import (
     ABANDONED_STATUSES,
     CheckpointRow,
 )
+
+# The pruning of a finished response's old checkpoints (`Write.prune` is the same statement).
+_PRUNE = text(_sql.PRUNE)
 
 
 class Checkpoints(StoreBase):
@@ -79,7 +82,7 @@ class Checkpoints(StoreBase):
 
         Runs write this in their final transaction (`Write.prune`); this is the same statement.
         """
-        op = prune_op(response_id, user_id, lineage)
+        params = {"b_id": response_id, "b_user": user_id, "b_lineage": lineage}
         async with self._write() as conn:
-            res = await conn.execute(op.stmt, op.params)
+            res = await conn.execute(_PRUNE, params)
         return res.rowcount or 0

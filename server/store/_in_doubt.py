@@ -34,7 +34,8 @@ from .records import Write
 def _read_back() -> PgStatement:
     """The rows of `Lookup` that exist: ('e', response id, seq) and ('c', checkpoint id, NULL)."""
     p = Params()
-    rids, seqs, checkpoints = p.take("text[]"), p.take("int4[]"), p.take("text[]")
+    rids, seqs = p.take("rids", "text[]"), p.take("seqs", "int4[]")
+    checkpoints = p.take("checkpoints", "text[]")
     text = (
         "SELECT 'e', e.response_id, e.seq FROM events e "
         f"JOIN unnest({rids}, {seqs}) AS k(response_id, seq) "
@@ -69,11 +70,13 @@ class Lookup:
     def arguments(self) -> list[Any]:
         """`READ_BACK`'s parameters, as `READ_BACK.encode` sends them."""
         return READ_BACK.encode(
-            [
-                [w.response_id for w in self.by_event],
-                [w.events[0].seq for w in self.by_event],
-                self.checkpoint_ids,
-            ]
+            READ_BACK.bind(
+                {
+                    "rids": [w.response_id for w in self.by_event],
+                    "seqs": [w.events[0].seq for w in self.by_event],
+                    "checkpoints": self.checkpoint_ids,
+                }
+            )
         )
 
     def found(self, events: set[tuple[str, int]], checkpoints: set[str]) -> list[Write]:

@@ -200,7 +200,7 @@ class Leases(StoreBase):
         """Extend the leases this owner still holds; returns the ids still owned.
 
         The rows are locked in id order (PostgreSQL), the order the outbox's commits lock them
-        in too (`_plan.fences`, a batch of ends, a batch of superstep writes): two transactions
+        in too (`_batch.Batch.fences`, whatever the batch holds): two transactions
         taking the same rows in different orders deadlock, and PostgreSQL aborts one after a
         second (seen in benchmarks: this renewal against a batch of ends, and against a batch
         of superstep writes). Aborted all the same (by a transaction of another kind), the

@@ -1,8 +1,9 @@
 """Rows and statement text of the outbox's writers, generated from the table metadata (`_tables`).
 
 Job: the one place that knows which record field goes to which column, in which order, with
-which PostgreSQL array type; the writers (`_pg_writer`, `_sqlite_writer`) and the general path
-(`_plan`) take their column lists, row tuples, `unnest` casts and parameter numbers from here.
+which PostgreSQL array type; the renderers (`_pg_render`, `_sqlite_render`) take their column
+lists, row tuples and `unnest` casts from here, and bind PostgreSQL's numbered parameters by
+name (`Params`, `PgStatement.bind`).
 
 Invariant: nothing lists a column or numbers a parameter by hand. A column added to a table
 (and the field to its record) reaches every statement, its parameters and its rows at once;
@@ -29,6 +30,7 @@ from .records import (
     OutputItemRow,
     PendingRequestRow,
     ResponseRow,
+    WebhookEvent,
 )
 
 # -- rows --------------------------------------------------------------------------------------
@@ -126,6 +128,35 @@ CHECKPOINTS = _spec(t.checkpoints, CheckpointRow, over="checkpoint", many=False,
 PENDING = _spec(t.pending_requests, PendingRequestRow, over="pending")
 JOURNAL = _spec(t.journal, JournalRow, over="journal", extra=frozenset({"seq"}))
 
+# A webhook event's row, and each of its deliveries' (the others columns take their defaults):
+# by column name, so the renderers take them in their own column order.
+WEBHOOK_EVENT_COLUMNS = tuple(c.name for c in t.webhook_events.columns)
+_WEBHOOK_EVENT_FIELDS = {"id": "event_id"}  # column -> `WebhookEvent` field where they differ
+WEBHOOK_DELIVERY_COLUMNS = tuple(
+    c.name
+    for c in t.webhook_deliveries.columns
+    if c.name in {"event_id", "endpoint", "status", "attempts", "next_attempt_at"}
+)
+
+
+def webhook_event_row(event: WebhookEvent) -> dict[str, Any]:
+    return {c: getattr(event, _WEBHOOK_EVENT_FIELDS.get(c, c)) for c in WEBHOOK_EVENT_COLUMNS}
+
+
+def webhook_delivery_rows(event: WebhookEvent, now: float) -> list[dict[str, Any]]:
+    """One delivery per endpoint, due at once."""
+    return [
+        {
+            "event_id": event.event_id,
+            "endpoint": url,
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        for url in event.endpoints
+    ]
+
+
 # -- reads -------------------------------------------------------------------------------------
 
 if EVENTS.value_columns != EventRow._fields:
@@ -196,18 +227,26 @@ class Params:
     decoding an array."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.names: list[str] = []  # each parameter's name, in number order
         self.arrays: list[tuple[int, str]] = []  # (0-based position, cast) of each array
 
-    def take(self, cast: str) -> str:
-        self.count += 1
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def take(self, name: str, cast: str) -> str:
+        """The placeholder of the parameter `name` (numbered once, however often it is used)."""
+        if name in self.names:
+            raise ValueError(f"parameter {name!r} taken twice")
+        self.names.append(name)
         if cast.endswith("[]"):
             self.arrays.append((self.count - 1, cast))
             return f"@@{self.count}@@"
         return f"${self.count}::{cast}"
 
-    def unnest(self, names: Sequence[str], types: Sequence[str], alias: str) -> str:
-        arrays = ", ".join(self.take(f"{ty}[]") for ty in types)
+    def unnest(self, prefix: str, names: Sequence[str], types: Sequence[str], alias: str) -> str:
+        """`unnest` of one array per column, the parameters named `prefix.column`."""
+        arrays = ", ".join(self.take(f"{prefix}.{n}", f"{ty}[]") for n, ty in zip(names, types, strict=True))
         return f"unnest({arrays}) AS {alias}({', '.join(names)})"
 
 
@@ -260,7 +299,7 @@ class PgStatement:
 
     text: str
     packed_text: str
-    params: int
+    names: tuple[str, ...]
     arrays: tuple[tuple[int, str], ...] = ()
 
     @classmethod
@@ -270,7 +309,16 @@ class PgStatement:
             marker = f"@@{i + 1}@@"
             plain = plain.replace(marker, _plain_array(i + 1, cast))
             packed = packed.replace(marker, _packed_array(i + 1, cast))
-        return cls(plain, packed, params.count, tuple(params.arrays))
+        return cls(plain, packed, tuple(params.names), tuple(params.arrays))
+
+    @property
+    def params(self) -> int:
+        return len(self.names)
+
+    def bind(self, values: dict[str, Any]) -> list[Any]:
+        """The arguments in the text's order, taken by name from `values` (a name the
+        statement takes and `values` lacks is a KeyError, never a shifted argument)."""
+        return [values[n] for n in self.names]
 
     def render(self, notify: bool, *, packed: bool = False) -> str:
         extra = f", pg_notify(${self.params + 1}, ${self.params + 2} || id)" if notify else ""
@@ -320,33 +368,6 @@ def prune_condition(table: str, response_id: str, user_id: str, lineage: str) ->
 
 
 # The pruning of a finished response's old checkpoints with named parameters (each is used
-# several times), which SQLAlchemy's `text()` (`_plan.prune_op`) and sqlite3 (`_sqlite_writer`)
-# both take; `_plan.prune_params` gives them.
+# several times), which SQLAlchemy's `text()` (`Checkpoints.prune_checkpoints`) and sqlite3
+# (`_sqlite_render`) both take.
 PRUNE = "DELETE FROM checkpoints WHERE " + prune_condition("checkpoints", ":b_id", ":b_user", ":b_lineage")
-
-
-# -- SQLite ---------------------------------------------------------------------------------------
-
-
-def insert_head(spec: RowSpec) -> str:
-    """`INSERT INTO table (columns)`: `_sqlite_writer.insert_rows` adds the VALUES lists."""
-    return f"INSERT INTO {spec.table.name} ({', '.join(spec.columns)})"
-
-
-# A write with nothing to change but a lease that is still fresh (`_plan.Fence.check_only`) only
-# reads it: the database's write lock, held from BEGIN IMMEDIATE, serializes it with every
-# takeover, and the response's row and lease index stay untouched.
-# The lease of several responses at once (`_sqlite_writer.leases_of`: the IN list is added per
-# chunk size).
-SQLITE_LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
-SQLITE_FENCE = (
-    "UPDATE responses SET lease_expires_at = ?, status = COALESCE(?, status), usage = COALESCE(?, usage), "
-    "journal = COALESCE(?, journal) WHERE id = ? AND lease_owner = ?"
-)
-# A response's end (`_sqlite_writer.SqliteWriter._end`): the fence and the terminal transition in
-# one UPDATE, as PostgreSQL's `end_statement` does.
-SQLITE_END = (
-    f"UPDATE responses SET {', '.join(f'{c} = ?' for c in FINISH_COLUMNS)}, "
-    "journal = COALESCE(?, journal), lease_owner = NULL, lease_expires_at = NULL "
-    "WHERE id = ? AND lease_owner = ?"
-)

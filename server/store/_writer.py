@@ -1,16 +1,16 @@
 """The interface the outbox commits through: one writer per dialect (`_pg_writer.PgWriter`,
 `_sqlite_writer.SqliteWriter`).
 
-Job: `Writer.commit(kind, writes)` commits one group of a batch (`WriteKind`) in one
-transaction. The outbox decides the groups and their order, fails and retries writes, and
-keeps the books (`OutboxStats`); a writer only commits.
+Job: `Writer.commit(writes)` commits a batch in one transaction, as its dialect's renderer
+makes its statements from the batch's one intermediate form (`_batch.Batch`). The outbox
+decides the batches, fails and retries writes, and keeps the books (`OutboxStats`); a writer
+only commits.
 
 Invariants every writer keeps (the conformance suite runs both on both dialects):
-- A group commits whole or not at all, except for lease fencing on a fast path: a write whose
+- A batch commits whole or not at all, except for lease fencing: a write whose
   (response, owner) fence does not match commits nothing, its neighbours commit, and `commit`
-  returns those pairs. On the GENERAL path a fence that does not match raises `LeaseLost` and
-  the group commits nothing.
-- Writes commit in the order given; a writer never reorders or splits a group.
+  returns those pairs.
+- Writes commit in the order given; a writer never reorders or splits a batch.
 - `pg_notify` (PostgreSQL) is sent inside the committing transaction, once `notify_replicas`
   has been called.
 """
@@ -18,7 +18,7 @@ Invariants every writer keeps (the conformance suite runs both on both dialects)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import ClassVar
 
@@ -31,30 +31,36 @@ Fenced = set[tuple[str, str]]
 
 
 class WriteKind(StrEnum):
-    """The groups a batch splits into (`_plan.kind_of`), committed in this order.
+    """What a write does, for the books (`OutboxStats`, /metrics): every kind takes the same path.
 
-    CREATE: plain creations (`_plan.is_plain_creation`), all or none. SUPERSTEP: the writes of
-    every superstep (`_plan.qualifies`). END: plain ends (`_plan.is_plain_end`). GENERAL:
-    anything, as `_plan.plan` plans it (pending requests, a response whose earlier write in the
-    batch was GENERAL, and every kind the dialect has no fast path for).
-    """
+    CREATE: it inserts its response. END: it ends its response. SUPERSTEP: any other write of a
+    run (events, items, a checkpoint, pending requests, journal records). A commit's kind is
+    its writes' one kind, or MIXED."""
 
     CREATE = "create"
     SUPERSTEP = "superstep"
-    GENERAL = "general"
     END = "end"
+    MIXED = "mixed"
+
+    @classmethod
+    def of(cls, w: Write) -> WriteKind:
+        if w.create is not None:
+            return cls.CREATE
+        return cls.END if w.finish is not None else cls.SUPERSTEP
+
+    @classmethod
+    def of_commit(cls, kinds: Iterable[WriteKind]) -> WriteKind:
+        distinct = set(kinds)
+        return distinct.pop() if len(distinct) == 1 else cls.MIXED
 
 
 class Writer(ABC):
     """One dialect's commits."""
 
-    # The kinds this dialect has a fast path for; the outbox sends the others to GENERAL.
-    fast: ClassVar[frozenset[WriteKind]]
-
     @abstractmethod
-    async def commit(self, kind: WriteKind, writes: Sequence[Write]) -> Fenced:
-        """Commit `writes` (all of `kind`, or any when GENERAL) in one transaction; return the
-        pairs fenced off (always empty for GENERAL, which raises `LeaseLost` instead)."""
+    async def commit(self, writes: Sequence[Write], *, whole: bool = False) -> Fenced:
+        """Commit `writes` in one transaction; return the pairs fenced off. `whole`: a write
+        fenced off raises `LeaseLost` and the transaction commits nothing."""
 
     # Whether `committed` reads back on the writer's own connection; else the outbox reads
     # through the store's reader (`_in_doubt.committed_anyway`).

@@ -334,3 +334,16 @@ def lost_to_concurrency(exc: BaseException) -> bool:
 def translate(exc: BaseException) -> BaseException:
     """`classify(exc)`, or `exc` itself when it is not about the database's availability."""
     return classify(exc) or exc
+
+
+def integrity_violation(exc: BaseException) -> bool:
+    """Whether `exc` (or what it wraps) is a constraint the rows broke (a duplicate key): from
+    SQLite's driver, PostgreSQL's (SQLSTATE class 23) or SQLAlchemy's wrapping of either."""
+    import sqlite3
+
+    from sqlalchemy.exc import IntegrityError
+
+    return any(
+        isinstance(e, IntegrityError | sqlite3.IntegrityError) or (_sqlstate(e) or "").startswith("23")
+        for e in _chain(exc)
+    )

@@ -10,11 +10,11 @@ Invariants:
 - Relays are notified only after the commit (`Notifier.publish` runs after `COMMIT`).
 
 Group commit: the writer task takes everything queued, waits a short window for more
-(bounded batch), splits the batch into groups by `WriteKind` and commits each group through
-the dialect's `Writer` in one transaction. If a group fails, each of its writes is retried
-alone on the general path so one bad write cannot fail its neighbours (a fallback: logged once
-per cause and counted in `stats`); while the database is unavailable, the first write's retry
-failing the same way fails the whole group at once instead of every write paying for it. The
+(bounded batch), and commits the batch through the dialect's `Writer` in one transaction. If
+a batch fails, each of its writes is retried alone so one bad write cannot fail its neighbours
+(a fallback: logged once per cause and counted in `stats`); while the database is
+unavailable, the first write's retry failing the same way fails the whole batch at once
+instead of every write paying for it. The
 writes of the same response and owner that were queued behind a failed write fail with it (no
 sequence gap, no unpaired checkpoint).
 """
@@ -25,19 +25,17 @@ import asyncio
 import contextlib
 import logging
 import time
-
-from sqlalchemy.exc import IntegrityError
+from collections import Counter
 
 from ..observability import metrics
 from ._engine import SQLITE, Database
 from ._failures import after_failure, describe_failure, failure_cause
 from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
-from ._plan import split
 from ._sequences import Sequences
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
-from .errors import DuplicateResponse, LeaseLost, StoreError, classify
+from .errors import DuplicateResponse, LeaseLost, StoreError, classify, integrity_violation
 from .health import Op
 from .notify import Notifier
 from .records import Write
@@ -209,69 +207,58 @@ class Outbox:
 
     async def _commit_batch(self, batch: list[Write]) -> None:
         real = [w for w in batch if w.response_id]
-        failed: dict[tuple[str, str | None], BaseException] = {}
-        for kind, writes in self._split(real):
-            if failed:
-                # A response's later writes (its end) must not commit behind a failed one.
-                for w in writes:
-                    if (w.response_id, w.owner) in failed:
-                        self._fail([w], after_failure(w.response_id, failed[(w.response_id, w.owner)]))
-                writes = [w for w in writes if (w.response_id, w.owner) not in failed]
-            if writes:
-                failed.update(await self._commit_group(writes, kind=kind))
+        if real:
+            await self._commit_group(real)
         for w in batch:
             if not w.response_id and w.future is not None and not w.future.done():
                 w.future.set_result(None)
 
-    def _split(self, writes: list[Write]) -> list[tuple[WriteKind, list[Write]]]:
-        groups, behind_general = split(writes, self._writer.fast)
-        for _ in range(behind_general):
-            self._fell_back(WriteKind.SUPERSTEP, "after_general", None)
-        return groups
-
-    async def _commit_group(
-        self, writes: list[Write], *, kind: WriteKind
-    ) -> dict[tuple[str, str | None], BaseException]:
-        """Commit a group; returns the (response, owner) pairs that failed, with the error."""
+    async def _commit_group(self, writes: list[Write]) -> dict[tuple[str, str | None], BaseException]:
+        """Commit a batch; returns the (response, owner) pairs that failed, with the error."""
         failed: dict[tuple[str, str | None], BaseException] = {}
         try:
-            lost = await self._commit(writes, kind=kind)
+            lost = await self._commit(writes)
         except Exception as exc:
             if classify(exc) is not None:
-                writes = await self._in_doubt(writes, kind, failed)
+                writes = await self._in_doubt(writes, failed)
                 if not writes:
                     return failed
-            if len(writes) == 1 and kind is WriteKind.GENERAL:
+            if len(writes) == 1:
                 self._fail(writes, exc)
                 self._poison(writes[0], exc)
                 return {(writes[0].response_id, writes[0].owner): exc}
-            # Retry each write alone on the general path, so one bad write cannot fail its
-            # neighbours; the writes of a response behind a failed one fail with it.
-            self._fell_back(kind, failure_cause(exc), exc)
-            down: BaseException | None = None  # the database is unavailable: stop trying
-            for w in writes:
-                key = (w.response_id, w.owner)
-                if key in failed:
-                    self._fail([w], after_failure(w.response_id, failed[key]))
-                    continue
-                if down is not None:
-                    failed[key] = down
-                    self._fail([w], down)
-                    self._poison(w, down)
-                    continue
-                try:
-                    await self._commit([w], kind=WriteKind.GENERAL)
-                except Exception as one_exc:
-                    failed[key] = one_exc
-                    self._fail([w], one_exc)
-                    self._poison(w, one_exc)
-                    if classify(one_exc) is not None:
-                        down = one_exc  # no write can commit now: do not make each one wait
-                else:
-                    self._succeed([w])
+            await self._alone(writes, exc, failed)
             return failed
         self._settle(writes, lost, failed)
         return failed
+
+    async def _alone(
+        self, writes: list[Write], exc: Exception, failed: dict[tuple[str, str | None], BaseException]
+    ) -> None:
+        """Retry each write alone, so one bad write cannot fail its neighbours; the writes of a
+        response behind a failed one fail with it."""
+        down: BaseException | None = None  # the database is unavailable: stop trying
+        for w in writes:
+            self._fell_back(WriteKind.of(w), failure_cause(exc), exc)
+            key = (w.response_id, w.owner)
+            if key in failed:
+                self._fail([w], after_failure(w.response_id, failed[key]))
+                continue
+            if down is not None:
+                failed[key] = down
+                self._fail([w], down)
+                self._poison(w, down)
+                continue
+            try:
+                lost = await self._commit([w])
+            except Exception as one_exc:
+                failed[key] = one_exc
+                self._fail([w], one_exc)
+                self._poison(w, one_exc)
+                if classify(one_exc) is not None:
+                    down = one_exc  # no write can commit now: do not make each one wait
+            else:
+                self._settle([w], lost, failed)
 
     def _settle(
         self, writes: list[Write], lost: Fenced, failed: dict[tuple[str, str | None], BaseException]
@@ -289,7 +276,7 @@ class Outbox:
                 self._poison(w, fenced_off)
 
     async def _in_doubt(
-        self, writes: list[Write], kind: WriteKind, failed: dict[tuple[str, str | None], BaseException]
+        self, writes: list[Write], failed: dict[tuple[str, str | None], BaseException]
     ) -> list[Write]:
         """A group's commit failed on the connection: settle what can be told (`_in_doubt`
         module); returns the writes left to retry one by one.
@@ -310,7 +297,7 @@ class Outbox:
                 self._succeed(found)
                 return [w for w in writes if w not in found]
             try:
-                lost = await self._commit(writes, kind=kind)
+                lost = await self._commit(writes)
             except Exception as exc:
                 if classify(exc) is None:
                     return writes
@@ -319,23 +306,16 @@ class Outbox:
             return []
         return writes
 
-    def _fell_back(self, kind: WriteKind, cause: str, exc: BaseException | None) -> None:
-        """Count a fallback from `kind`'s fast path; log it the first time for its cause."""
+    def _fell_back(self, kind: WriteKind, cause: str, exc: BaseException) -> None:
+        """Count a `kind` write retried alone; log it the first time for its cause."""
         if self.stats.fell_back(kind, cause):
-            if exc is None:
-                log.info(
-                    "outbox: a %s write went to the general path (%s); logged once, counted in store.stats",
-                    kind.value,
-                    cause,
-                )
-            else:
-                log.warning(
-                    "outbox: the %s path failed (%s: %s); its writes are retried one by one on the "
-                    "general path. Logged once per cause, counted in store.stats.fallbacks",
-                    kind.value,
-                    cause,
-                    describe_failure(exc),
-                )
+            log.warning(
+                "outbox: a batch with a %s write failed (%s: %s); its writes are retried one by one. "
+                "Logged once per cause, counted in store.stats.fallbacks",
+                kind.value,
+                cause,
+                describe_failure(exc),
+            )
 
     def _succeed(self, writes: list[Write]) -> None:
         self._db.health.succeeded(Op.WRITE)
@@ -349,7 +329,7 @@ class Outbox:
                 w.future.set_result(None)
 
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
-        if isinstance(exc, IntegrityError) and len(writes) == 1 and writes[0].create is not None:
+        if len(writes) == 1 and writes[0].create is not None and integrity_violation(exc):
             exc = DuplicateResponse(writes[0].response_id)
         unavailable = classify(exc)
         if unavailable is not None:
@@ -372,25 +352,39 @@ class Outbox:
         """A response changed hands (recovery claimed it): its sequence restarts from the store."""
         self._sequences.forget(response_id)
 
-    async def _commit(self, writes: list[Write], *, kind: WriteKind) -> Fenced:
-        """Commit `writes`; return the (response, owner) pairs fenced off (fast paths only: the
-        general path raises `LeaseLost` and commits nothing)."""
+    async def _commit(self, writes: list[Write]) -> Fenced:
+        """Commit `writes`; return the (response, owner) pairs fenced off."""
         advanced = self._sequences.check(writes)
         started = time.perf_counter()
-        lost = await self._writer.commit(kind, writes)
+        lost = await self._writer.commit(writes)
         elapsed = time.perf_counter() - started
         events = sum(len(w.events) for w in writes if not lost or (w.response_id, w.owner) not in lost)
-        self.stats.committed(kind, len(writes), events)
-        metrics.commit(kind.value, elapsed, len(writes), events)
+        kinds = Counter(map(WriteKind.of, writes))
+        self.stats.committed(kinds, events)
+        metrics.commit(WriteKind.of_commit(kinds).value, elapsed, len(writes), events)
         self._sequences.advance(advanced, {rid for rid, _owner in lost})
         return lost
+
+    async def write_now(self, writes: list[Write]) -> None:
+        """Commit `writes` in one transaction at once, outside the queue (a run's checkpoint
+        storage: its own write, whose order against the run's queued writes it keeps itself);
+        raises `LeaseLost` when a write's fence does not match (nothing commits then)."""
+        try:
+            await self._writer.commit(writes, whole=True)
+        except Exception as exc:
+            unavailable = classify(exc)
+            if unavailable is None:
+                raise
+            self._db.failed(unavailable, Op.WRITE)
+            raise unavailable from exc
+        self._succeed(writes)
 
 
 def _writer_for(db: Database, lease_seconds: float) -> Writer:
     if db.dialect == SQLITE:
         return SqliteWriter(db.url, lease_seconds=lease_seconds)
     assert db.connect_raw is not None and db.pg is not None
-    return PgWriter(db.connect_raw, db.writer, lease_seconds=lease_seconds, pooler_seen=db.pg.pooler_seen)
+    return PgWriter(db.connect_raw, lease_seconds=lease_seconds, pooler_seen=db.pg.pooler_seen)
 
 
 def _awaited(w: Write) -> bool:

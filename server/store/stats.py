@@ -14,24 +14,22 @@ from ._writer import WriteKind
 
 @dataclass
 class OutboxStats:
-    """The outbox's books: transactions and writes per kind, and fallbacks from fast paths."""
+    """The outbox's books: transactions, and writes and fallbacks per kind of write."""
 
+    commits: int = 0
+    # Transactions by their writes' kind (`WriteKind.of_commit`: one kind, or mixed).
     commits_by_kind: Counter[WriteKind] = field(default_factory=Counter)
     writes_by_kind: Counter[WriteKind] = field(default_factory=Counter)
-    # (kind whose fast path was left, cause) -> how often. Causes: `after_general` (a superstep
-    # write behind a general-path write of its response), an error's type (e.g.
-    # `UniqueViolationError`), or `unavailable:<reason>`.
+    # (kind of a write retried alone after its batch failed, cause) -> how often. Causes: an
+    # error's type (e.g. `UniqueViolationError`), or `unavailable:<reason>`.
     fallbacks: Counter[tuple[WriteKind, str]] = field(default_factory=Counter)
     failed_writes: int = 0
     events: int = 0  # response events committed
 
-    @property
-    def commits(self) -> int:
-        return sum(self.commits_by_kind.values())
-
-    def committed(self, kind: WriteKind, writes: int, events: int = 0) -> None:
-        self.commits_by_kind[kind] += 1
-        self.writes_by_kind[kind] += writes
+    def committed(self, kinds: Counter[WriteKind], events: int = 0) -> None:
+        self.commits += 1
+        self.commits_by_kind[WriteKind.of_commit(kinds)] += 1
+        self.writes_by_kind.update(kinds)
         self.events += events
 
     def fell_back(self, kind: WriteKind, cause: str) -> bool:

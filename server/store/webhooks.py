@@ -1,7 +1,7 @@
 """Webhook deliveries: which are due, who is attempting one (a lease), and how each ended.
 
 Job: the state of every delivery of every webhook event. Events are written by the outbox,
-in the transaction of the terminal event they report (`_plan.webhook_ops`); this module is
+in the transaction of the terminal event they report (`_pg_render`, `_sqlite_render`); this module is
 how the delivery loops of every replica share them.
 
 Invariants:

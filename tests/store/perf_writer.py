@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import statistics
@@ -220,8 +221,26 @@ def _fresh_url(dialect: str, template: str | None, tmp: Path) -> tuple[str, str 
     return ADMIN.rsplit("/", 1)[0] + "/" + name, name
 
 
+def _importable(tree: Path) -> Path:
+    """A directory whose `durable_responses` package is `tree`'s (`server/`, with `migrations/`
+    as its `migrations`): on `PYTHONPATH` it comes before the venv's editable install, which
+    would otherwise give every tree the installed one's code."""
+    root = Path(tempfile.gettempdir()) / f"dr-perf-{hashlib.sha1(str(tree).encode()).hexdigest()[:12]}"
+    pkg = root / "durable_responses"
+    if not pkg.exists():
+        pkg.mkdir(parents=True)
+        for entry in (tree / "server").iterdir():
+            (pkg / entry.name).symlink_to(entry)
+        (pkg / "migrations").symlink_to(tree / "migrations")
+    return root
+
+
+def _env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(_importable(tree))}
+
+
 def _run(tree: Path, url: str, n_steps: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = _env(tree)
     if url.startswith("sqlite"):
         subprocess.run(
             [sys.executable, "-m", "durable_responses", "migrate", "--database-url", url],
@@ -276,13 +295,13 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "server",
+                "durable_responses",
                 "migrate",
                 "--database-url",
                 ADMIN.rsplit("/", 1)[0] + "/" + template,
             ],
             cwd=trees[0][1],
-            env={**os.environ, "PYTHONPATH": str(trees[0][1])},
+            env=_env(trees[0][1]),
             check=True,
             capture_output=True,
         )

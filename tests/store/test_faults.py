@@ -146,7 +146,7 @@ async def test_the_postgresql_writer_reads_back_on_its_own_connection(store: Sto
     kept = Write("resp_1", "p1", checkpoint=checkpoint("cp_kept", "resp_1"))
     gone = Write("resp_1", "p1", checkpoint=checkpoint("cp_gone", "resp_1"))
     assert store.db.connect_raw is not None
-    writer = PgWriter(store.db.connect_raw, store.db.writer, lease_seconds=store.lease_seconds)
+    writer = PgWriter(store.db.connect_raw, lease_seconds=store.lease_seconds)
     try:
         assert await writer.committed([committed, lost, kept, gone]) == [committed, kept]
         assert await writer.committed([lost, gone]) == []

@@ -237,7 +237,7 @@ async def test_fast_path_writer_connects_with_sslmode(pg_url: str) -> None:
         await store.submit(Write("resp_sslmode", "p1", events=events(0, 3), urgent=True))
         assert await store.max_event_seq("resp_sslmode") == 2
         stats = store.stats
-        assert stats.writes_by_kind.get("superstep") == 1 and stats.fallbacks == {}  # fast path used
+        assert stats.writes_by_kind.get("superstep") == 1 and stats.fallbacks == {}  # committed in one batch
     finally:
         await store.close()
 
