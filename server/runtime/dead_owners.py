@@ -5,8 +5,10 @@ Invariants:
 - Only a process that holds its own liveness lock judges others (`Store.judges_liveness`).
 - A dead owner's responses are shared among the live members: the i-th, in id order, is the
   share of the member ranked i modulo their number; nobody claims before SHARE_AT after it
-  first saw them (every survivor has seen the same list by then), and a survivor claims
-  another's share only DEAD_GRACE after that (its owner may have died too).
+  first saw them (every survivor has normally seen the same list by then), and a survivor
+  claims another's share only DEAD_GRACE after that (its owner may have died too), or after
+  it last saw another survivor claim (one that looked late, after some were claimed, numbered
+  the rest differently and claims part of this one's share as its own).
 - The claim is the store's `claim_dead`, fenced like every claim: a response another survivor
   claimed meanwhile is not claimed again.
 """
@@ -36,7 +38,9 @@ class DeadOwners:
         self._store = store
         self._lanes = lanes
         self._owner = owner
-        self._seen: dict[str, float] = {}  # dead-owned response id -> when to claim it (wall)
+        # Dead-owned response id -> when to claim it (wall), and whether it is this process's share.
+        self._seen: dict[str, tuple[float, bool]] = {}
+        self._claimed: set[str] = set()  # of those, the ones this process claimed
         self._last_members: list[int] | None = None
         self._lost_member = False
         self._full_look = 0.0  # when the responses were last looked at for dead owners (monotonic)
@@ -59,16 +63,27 @@ class DeadOwners:
         now = time.time()
         found = dict(dead)
         plan = self._seen
-        for rid in [r for r in plan if r not in found]:
+        gone = [r for r in plan if r not in found]
+        others_claim = any(r not in self._claimed for r in gone)
+        for rid in gone:
             del plan[rid]
+            self._claimed.discard(rid)
+        if others_claim:
+            # Another survivor is claiming. One that first looked after some were claimed numbers
+            # the rest differently, so part of what is its share here is this one's there: it
+            # claims that part DEAD_GRACE after its own claims, which this one sees up to a
+            # look (LIVENESS_POLL) late: leave it that long from now.
+            for rid, (when, mine) in plan.items():
+                if not mine:
+                    plan[rid] = (max(when, now + DEAD_GRACE + LIVENESS_POLL), mine)
         key = self._store.liveness_key
         rank = members.index(key) if key is not None and key in members else -1
         alone = rank < 0 or len(members) <= 1
         for i, (rid, _old) in enumerate(dead):
             if rid not in plan:
                 mine = alone or i % len(members) == rank
-                plan[rid] = (now if alone else now + SHARE_AT) + (0.0 if mine else DEAD_GRACE)
-        return [(rid, old) for rid, old in dead if plan[rid] <= now]
+                plan[rid] = ((now if alone else now + SHARE_AT) + (0.0 if mine else DEAD_GRACE), mine)
+        return [(rid, old) for rid, old in dead if plan[rid][0] <= now]
 
     async def _members(self) -> list[int] | None:
         """The live members' lock keys (None: this process holds no lock to judge by)."""
@@ -96,6 +111,7 @@ class DeadOwners:
         """Claim the responses of dead owners that are due."""
         due = await self._plan()
         rows = await self._store.claim_dead(self._owner, due, self._lanes.runnable)
+        self._claimed.update(row.id for row in rows)
         if rows:
             metrics.TAKEOVERS.inc(len(rows))
             log.info("took over %d responses of dead replicas at once (liveness lock gone)", len(rows))

@@ -109,25 +109,24 @@ class Resumer:
     async def _batch(self, rows: Sequence[ResponseRow], end_with: EndWith | None) -> list[Outcome]:
         outcomes: dict[str, Outcome] = {}
         todo: list[tuple[ResponseRow, Lane]] = []
-        for row in rows:
-            lane = self._lanes.of_response(row.app)
-            if row.id in self._resuming or self._registry.get(row.id) is not None:
-                # Claimed again while this process resumes or runs it (its lease lapsed while the
-                # process was busy, or two claims raced): a second run would write beside the
-                # first under the same owner, which no fence tells apart.
-                log.warning("response %s: claimed again while it runs here; not resumed twice", row.id)
-                outcomes[row.id] = False
-            elif lane is None:
-                outcomes[row.id] = await self._not_hosted(row)
-            else:
-                todo.append((row, lane))
-        claimed = [row for row, _lane in todo]
-        self._resuming.update(row.id for row in claimed)
         try:
-            if claimed:
+            for row in rows:
+                lane = self._lanes.of_response(row.app)
+                if row.id in self._resuming or self._registry.get(row.id) is not None:
+                    # Claimed again while this process resumes or runs it (its lease lapsed while
+                    # the process was busy, or two claims raced): a second run would write beside
+                    # the first under the same owner, which no fence tells apart.
+                    log.warning("response %s: claimed again while it runs here; not resumed twice", row.id)
+                    outcomes[row.id] = False
+                elif lane is None:
+                    outcomes[row.id] = await self._not_hosted(row)
+                else:
+                    self._resuming.add(row.id)
+                    todo.append((row, lane))
+            if todo:
                 outcomes.update(await self._resume_read(todo, end_with))
         finally:
-            self._resuming.difference_update(row.id for row in claimed)
+            self._resuming.difference_update(row.id for row, _lane in todo)
         return [outcomes[row.id] for row in rows]
 
     async def _not_hosted(self, row: ResponseRow) -> Outcome:

@@ -68,7 +68,8 @@ class StoreSettings(EnvSection):
         LEASE_SECONDS,
         "DURABLE_RESPONSES_LEASE_SECONDS",
         "How long a process owns an in-flight response without renewing it; a dead process's "
-        "responses wait this long before another replica takes them over.",
+        "responses wait this long before another replica takes them over, unless its death is known "
+        "at once (PostgreSQL: its liveness lock is gone; SQLite: a restart finds itself alone).",
         gt=0,
     )
     commit_window_ms: float = env_field(
