@@ -265,8 +265,12 @@ class ItemMapper:
     def _function_call(self, content: Content, replace: bool) -> None:
         call_id = content.call_id or ""
         raw = content.arguments
-        if f"fc:{call_id}" in self._open:
-            return  # a re-announcement of a call already shown (e.g. a declaration-only tool's marker)
+        shown = self._open.get(f"fc:{call_id}")
+        if shown is not None:
+            # A re-announcement of a call already shown (a declaration-only tool's marker, or the
+            # replay of a call a crash left open: it goes on as the same item).
+            shown.replay_pending = 0
+            return
         name, chunks = self._calls.setdefault(call_id, (content.name or "", []))
         if content.name and not name:
             self._calls[call_id] = (content.name, chunks)

@@ -44,10 +44,11 @@ from .context import RequestContext, set_request_context
 from .continuation import Continuations
 from .ending import Ending, Interrupted
 from .faults import database_error
-from .journal import recorded_message_ids
+from .journal import recorded_call_ids, recorded_message_ids
 from .lanes import Lane, Lanes
 from .lives import Lives
 from .open_items import (
+    FUNCTION_CALL,
     MESSAGE,
     ClosedItem,
     OpenItem,
@@ -243,13 +244,21 @@ class Resumer:
         open_items, highest = reopen_from_events(row.id, parsed)
         # A message whose model call the journal recorded goes on as the same item when the
         # re-run replays that call.
+        # So does a function call shown while it streamed (`mapping`: a call is shown as soon as
+        # another content follows it): the replay announces it again.
         replayed = {message_item_id(row.id, m): m for m in recorded_message_ids(state.journal)}
+        calls = recorded_call_ids(state.journal)
         resumed: list[OpenItem] = []
         closed: list[ClosedItem] = []
         for item in open_items:
             if item.kind == MESSAGE and item.item_id in replayed:
                 item.key = message_key(replayed[item.item_id])
                 item.replay_pending = len(item.text)
+                resumed.append(item)
+                continue
+            if item.kind == FUNCTION_CALL and item.call_id in calls:
+                item.key = f"fc:{item.call_id}"
+                item.replay_pending = 1  # until the replay announces the call again
                 resumed.append(item)
                 continue
             final = item.final("incomplete")

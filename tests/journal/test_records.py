@@ -12,7 +12,9 @@ import pytest
 from agent_framework import ChatResponse, ChatResponseUpdate, Message, tool
 from agent_framework_openai import OpenAIChatCompletionClient
 
+from durable_responses.runtime.journal import recorded_call_ids
 from durable_responses.runtime.journal.codec import decode_stream, encode_content, encode_stream
+from durable_responses.store import JournalRow
 from durable_responses.testing import FakeModel
 
 
@@ -88,3 +90,14 @@ def test_a_record_of_the_first_encoding_still_replays() -> None:
     response = ChatResponse.from_updates(decode_stream(json.dumps(body)))
     assert [(m.message_id, m.text) for m in response.messages] == [("m1", "Hello")]
     assert str(response.finish_reason) == "stop" and response.response_id == "r1"
+
+
+def test_a_recorded_tool_call_is_known_by_its_call_id() -> None:
+    """Recovery keeps open a function call item the client saw when the journal recorded the
+    model call that made it (its replay announces the same call id): `recorded_call_ids`."""
+    with FakeModel(token_delay=0.0) as fake:
+        live = _stream(fake.env("chat")["FAKE_MODEL_URL"], "look_up order_id=B1")
+    [call_id] = {c.call_id for u in live for c in u.contents if c.type == "function_call" and c.call_id}
+    row = JournalRow("", "agent", "model:1", "done", "d" * 64, encode_stream(live), 0.0)
+    assert recorded_call_ids([row]) == {call_id}
+    assert recorded_call_ids([JournalRow("", "agent", "tool:x", "intent", "d" * 64, "null", 0.0)]) == set()

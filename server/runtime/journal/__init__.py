@@ -34,7 +34,7 @@ Invariant: a record is written only after the call it records finished (a model 
 ended, a tool that returned); a replay never stands in for a call whose input differs.
 """
 
-from .codec import recorded_message_ids
+from .codec import recorded_call_ids, recorded_message_ids
 from .install import install, journaled, unreachable
 from .middleware import JournalChatMiddleware, JournalFunctionMiddleware
 from .run import (
@@ -56,6 +56,7 @@ __all__ = [
     "install",
     "journaled",
     "not_safe_to_rerun",
+    "recorded_call_ids",
     "recorded_message_ids",
     "tool_idempotency_key",
     "unreachable",

@@ -38,6 +38,7 @@ __all__ = [
     "encode_content",
     "encode_result",
     "encode_stream",
+    "recorded_call_ids",
     "recorded_message_ids",
 ]
 
@@ -227,20 +228,38 @@ def decode_stream(data: str) -> list[ChatResponseUpdate]:
     return updates
 
 
-def recorded_message_ids(rows: Sequence[JournalRow]) -> set[str]:
-    """The ids of the messages the recorded model calls of `rows` streamed (what a replay of
-    them streams again)."""
-    found: set[str] = set()
+def _recorded(rows: Sequence[JournalRow]) -> Iterable[tuple[dict[str, Any] | None, Any]]:
+    """`_envelopes` of every recorded model stream of `rows`."""
     for row in rows:
         if not row.place.startswith("model:") or row.state != "done":
             continue
         body = json.loads(row.data)
-        if "response" in body:
-            continue
-        for env, fields in _envelopes(body):
-            message_id = (fields if env is None else env).get("message_id")
-            if isinstance(message_id, str):
-                found.add(message_id)
+        if "response" not in body:
+            yield from _envelopes(body)
+
+
+def recorded_message_ids(rows: Sequence[JournalRow]) -> set[str]:
+    """The ids of the messages the recorded model calls of `rows` streamed (what a replay of
+    them streams again)."""
+    found: set[str] = set()
+    for env, fields in _recorded(rows):
+        message_id = (fields if env is None else env).get("message_id")
+        if isinstance(message_id, str):
+            found.add(message_id)
+    return found
+
+
+def recorded_call_ids(rows: Sequence[JournalRow]) -> set[str]:
+    """The call ids of the function calls the recorded model calls of `rows` streamed (calls a
+    replay of them announces again)."""
+    found: set[str] = set()
+    for env, contents in _recorded(rows):
+        encoded = contents.get("contents", ()) if env is None else contents
+        for content in encoded:
+            fields = content.get("f", content.get("d")) if isinstance(content, dict) else None
+            if isinstance(fields, dict) and fields.get("type") == "function_call":
+                if isinstance(fields.get("call_id"), str) and fields["call_id"]:
+                    found.add(fields["call_id"])
     return found
 
 
