@@ -42,6 +42,8 @@ class SqlCheckpointStorage:
         allowed_types: Iterable[str] = (),
         on_save: SaveHook | None = None,
         settle: SettleHook | None = None,
+        awaiting_input: bool = False,
+        preloaded: tuple[str, str] | None = None,
     ) -> None:
         self._store = store
         self.user_id = user_id
@@ -54,13 +56,10 @@ class SqlCheckpointStorage:
         self.failure: BaseException | None = None
         # True while a run that restored a checkpoint has not yet delivered its request's input
         # (`input_delivered`): what it saves meanwhile is marked, so recovery delivers it again.
-        self.awaiting_input = False
-        self._preloaded: tuple[str, str] | None = None
-
-    def preload(self, checkpoint_id: str, data: str) -> None:
-        """The stored data of `checkpoint_id`, read already (recovery): its next `load` decodes
-        it instead of reading it again (a stored checkpoint never changes)."""
-        self._preloaded = (checkpoint_id, data)
+        self.awaiting_input = awaiting_input
+        # (checkpoint id, its stored data) read already (a continuation, recovery): its next
+        # `load` decodes it instead of reading it again (a stored checkpoint never changes).
+        self._preloaded = preloaded
 
     def input_delivered(self) -> None:
         """Called by the restore fix (`_af_private`) as the run starts delivering its input."""

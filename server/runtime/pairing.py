@@ -122,12 +122,13 @@ class SqlPairing(Pairing):
             allowed_types=allowed_types,
             on_save=self._on_save,
             settle=self._settle,
+            # A continuation restores a checkpoint, then delivers its input: what it saves before
+            # the input reaches the workflow is marked, so recovery delivers the input again.
+            awaiting_input=plan.checkpoint_id is not None and bool(plan.messages),
+            preloaded=(plan.checkpoint_id, plan.checkpoint_data)
+            if plan.checkpoint_id is not None and plan.checkpoint_data is not None
+            else None,
         )
-        # A continuation restores a checkpoint, then delivers its input: what it saves before
-        # the input reaches the workflow is marked, so recovery delivers the input again.
-        self._storage.awaiting_input = plan.checkpoint_id is not None and bool(plan.messages)
-        if plan.checkpoint_id is not None and plan.checkpoint_data is not None:
-            self._storage.preload(plan.checkpoint_id, plan.checkpoint_data)
 
     @property
     def storage(self) -> SqlCheckpointStorage:
