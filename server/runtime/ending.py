@@ -10,7 +10,9 @@ Invariants:
   recovery calls it instead of launching a run.
 - The terminal event, the closing of the items still open, the status transition, the pending
   requests a completed workflow waits on and the pruning of old checkpoints are one write,
-  committed behind every earlier write of the run (so it also proves them).
+  committed behind every earlier write of the run (so it also proves them). Nothing is awaited
+  between closing the items and handing that write over, so a live stream never commits an
+  item's closing events without its row.
 - The final output lists every item closed other than `incomplete`, in output order: the
   items of earlier lives of the response (read) and this run's own (from memory: its last
   checkpoint writes may still be committing).
@@ -155,11 +157,16 @@ class Ending:
         """End the response `status` (`incomplete`: the run ended but its reply was cut, as
         `incomplete_details` says; otherwise like `completed`)."""
         spec = self._spec
+        # Read before any item closes: a live stream hands what is emitted to the outbox at the
+        # next loop turn, so closing events emitted before an await would commit alone, without
+        # their items' rows, and a crash then would leave items done that recovery no longer
+        # continues and the output never lists. From here to the commit nothing is awaited.
+        stored = await self._stored_output()
         closed = self._pairing.close_open(close_status)
         for c in closed:
             c.included = c.status == "completed"
         now = time.time()
-        output = await self._final_output()
+        output = self._final_output(stored)
         use = self.usage().body()
         finished = status in ("completed", "incomplete")
         session = self._session_row(now) if finished else None
@@ -216,15 +223,22 @@ class Ending:
             ),
         )
 
-    async def _final_output(self) -> list[dict[str, Any]]:
-        closed = self._pairing.closed
+    async def _stored_output(self) -> dict[int, dict[str, Any]] | None:
+        """The output items earlier lives of the response stored, by index (None: every item of
+        this response is this run's own, no need to read them)."""
         if self._items is None or self._spec.all_output_here:
-            # Every item of this response was closed by this run: no need to read them back.
+            return None
+        return {r.output_index: json.loads(r.data) for r in await self._items(self._spec.response_id)}
+
+    def _final_output(self, stored: dict[int, dict[str, Any]] | None) -> list[dict[str, Any]]:
+        closed = self._pairing.closed
+        if stored is None:
+            # Every item of this response was closed by this run.
             # (In output order: a tool the server ran is closed before the items open around it.)
             return [c.item for c in sorted(closed, key=lambda c: c.output_index) if c.included]
         # Read alone, the terminal event of a recovered response missed the last superstep's
         # outputs (still being committed): this run's own items come from memory.
-        by_index = {r.output_index: json.loads(r.data) for r in await self._items(self._spec.response_id)}
+        by_index = dict(stored)
         for c in closed:
             if c.included:
                 by_index[c.output_index] = c.item
