@@ -7,21 +7,38 @@ PIP := $(BIN)/pip --quiet --quiet --disable-pip-version-check
 # openai SDK, agent-framework's OpenAI clients, ...). Each has its own stamp.
 SERVE_STAMP := $(VENV)/.installed-serve
 TEST_STAMP := $(VENV)/.installed-test
+# agent-framework: .venv has the newest supported releases, exactly (constraints/newest.txt: a
+# venv made before a new release moves to it); .venv-oldest the oldest (constraints/oldest.txt),
+# on which `make test` also runs the tests that touch the framework (README: supported
+# agent-framework releases).
+NEWEST := constraints/newest.txt
+OLDEST := constraints/oldest.txt
+OLDEST_VENV ?= .venv-oldest
+OLDEST_BIN := $(OLDEST_VENV)/bin
+OLDEST_STAMP := $(OLDEST_VENV)/.installed-test
 
-.PHONY: serve test lint typecheck pytest migrate bench clean
+.PHONY: serve test lint typecheck pytest pytest-oldest migrate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
 # Editable: the command serves this checkout as it is edited (no reinstall after a change).
-$(SERVE_STAMP): pyproject.toml setup.py | $(BIN)/python
-	$(PIP) install -e .
+$(SERVE_STAMP): pyproject.toml setup.py $(NEWEST) | $(BIN)/python
+	$(PIP) install -e . -c $(NEWEST)
 	touch $(SERVE_STAMP)
 
-$(TEST_STAMP): pyproject.toml setup.py | $(BIN)/python
-	$(PIP) install -e '.[test]'
+$(TEST_STAMP): pyproject.toml setup.py $(NEWEST) | $(BIN)/python
+	$(PIP) install -e '.[test]' -c $(NEWEST)
 	touch $(TEST_STAMP) $(SERVE_STAMP)
+
+$(OLDEST_BIN)/python:
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_BIN)/pip --quiet --quiet --disable-pip-version-check install --upgrade pip
+
+$(OLDEST_STAMP): pyproject.toml setup.py $(OLDEST) | $(OLDEST_BIN)/python
+	$(OLDEST_BIN)/pip --quiet --quiet --disable-pip-version-check install -e '.[test]' -c $(OLDEST)
+	touch $(OLDEST_STAMP)
 
 # `make serve APP=package.module:factory` serves your app (default: the built-in example);
 # other `serve` options go in SERVE_ARGS, e.g. `make serve SERVE_ARGS="--port 9000"`.
@@ -47,13 +64,26 @@ typecheck: $(TEST_STAMP)
 # out of connections. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
-pytest: $(TEST_STAMP)
-	$(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
+# tests/agents/test_releases.py pauses a response under the oldest release and answers it under
+# the newest (and back): the oldest venv is made first.
+pytest: $(TEST_STAMP) $(OLDEST_STAMP)
+	DURABLE_RESPONSES_OLDEST_PYTHON=$(abspath $(OLDEST_BIN))/python \
+	  $(BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The oldest supported agent-framework: the type check and the tests that run the framework
+# (the host's runtime, real agents and orchestrations, the test apps, agent-framework's own
+# samples, kill -9 recovery, the call journal's middleware); the rest of the suite does not
+# depend on its release.
+OLDEST_TESTS ?= tests/runtime tests/agents tests/apps tests/samples tests/crash tests/journal
+pytest-oldest: $(OLDEST_STAMP)
+	$(OLDEST_BIN)/mypy --cache-dir .mypy_cache/oldest
+	$(OLDEST_BIN)/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup --durations=10 \
+	  --ignore=tests/agents/test_releases.py $(OLDEST_TESTS)
+
+test: lint typecheck pytest pytest-oldest
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) data
+	rm -rf $(VENV) $(OLDEST_VENV) data

@@ -6,8 +6,11 @@ request the way the framework will (reading requests out of checkpoints needs no
 ``pending.py``).
 
 Invariant: no other module of the server imports a private agent-framework name. Everything here is
-pinned to agent-framework-core 1.23.0; ``check_compatibility()`` (called at host start-up) and
-``tests/runtime/test_af_private.py`` fail loudly when the pinned version changes what this relies on.
+verified against each supported agent-framework-core release (``VERIFIED_RELEASES``: the oldest and
+the newest, 1.23.0 and 1.26.0, on which CI runs the suite); ``check_compatibility()`` (called at host
+start-up) and ``tests/runtime/test_af_private.py`` (which pins each release's sources) fail loudly
+when a release changes what this relies on. Where the releases differ, the host takes one behaviour
+on all of them (the forwarding of what an agent inside a workflow streams, below).
 
 The framework's restore bug
 ---------------------------
@@ -29,6 +32,12 @@ Private names used, and why
   ``make_restorable`` (``__class__`` rebinding), so an overridden ``run()`` stays the entry point.
   After the workflow's last event it awaits the host's ``on_events_end`` hook, before the
   framework's stream builds its final response from every update.
+- ``WorkflowAgent._convert_workflow_event_to_agent_response_updates``: overridden by the mixin so
+  an output that is an agent's reply (update, response, message, list of messages) is forwarded
+  with every content, as 1.23.0 does (``_forwarded``); 1.26.0 drops tool calls, approval responses
+  and tool results there, and the host shows the tools an agent inside a workflow runs. Its other
+  events go to the framework's own conversion (1.26.0 adds a ``role_gate`` parameter).
+  ``agent_framework._types._copy_operation_state`` copies a response's operation state as both do.
 - ``agent_framework._workflows._typing_utils.try_coerce_to_type`` / ``is_instance_of``: what
   ``Workflow.run(responses=...)`` does to a reply (``_coerce_request_info_response``) before it
   refuses a wrong type at run time; ``coerce_request_response`` applies the same up front, so a reply
@@ -49,9 +58,9 @@ Private names used, and why
   base64 pickle + type name, restricted unpickler with an allow-list). Only ``register_checkpoint_type``
   is public in 1.23.0. The refused type's name is read from the restricted unpickler's message.
 
-What this relies on, measured on 1.23.0 (when a restored run saves checkpoints, which kwargs a
-restore uses, that ``save(C_k)`` runs only after the host took every update of superstep k) is written
-down and kept true in ``tests/runtime/test_af_private.py``.
+What this relies on, measured on 1.23.0 and again on 1.26.0 (when a restored run saves checkpoints,
+which kwargs a restore uses, that ``save(C_k)`` runs only after the host took every update of
+superstep k) is written down and kept true in ``tests/runtime/test_af_private.py``.
 """
 
 from __future__ import annotations
@@ -64,9 +73,13 @@ import logging
 import re
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
 from typing import Any
 
 from agent_framework import (
+    AgentResponse,
+    AgentResponseUpdate,
     BaseAgent,
     CheckpointStorage,
     Executor,
@@ -79,6 +92,9 @@ from agent_framework import (
     WorkflowInvocationKwargs,
     WorkflowRunState,
 )
+
+# Copies a response's background-operation state onto an update (both releases' forwarding does).
+from agent_framework._types import _copy_operation_state
 
 # The one private import outside the mixin: the framework's checkpoint value encoding.
 from agent_framework._workflows._checkpoint_encoding import (
@@ -96,7 +112,9 @@ __all__ = [
     "ALLOW_TYPES_ENV",
     "ALLOW_TYPE_FLAG",
     "ALWAYS_ALLOWED_TYPES",
+    "CONVERT_PARAMETERS",
     "RUN_CORE_PARAMETERS",
+    "VERIFIED_RELEASES",
     "CheckpointTypeRefused",
     "check_compatibility",
     "coerce_request_response",
@@ -112,9 +130,20 @@ __all__ = [
     "pace_events",
     "quiet_repeated_build_warnings",
     "typed_workflow_agent",
+    "unverified_release",
 ]
 
-# What the mixin was written against (agent-framework-core 1.23.0).
+_log = logging.getLogger("durable_responses.runtime")
+
+# The agent-framework-core releases this module is verified against (pyproject.toml admits the
+# range between them; README: supported agent-framework releases).
+VERIFIED_RELEASES: tuple[str, ...] = ("1.23.0", "1.26.0")
+
+# The leading parameters of WorkflowAgent._convert_workflow_event_to_agent_response_updates (1.26.0
+# adds `role_gate` after them).
+CONVERT_PARAMETERS: tuple[str, ...] = ("self", "response_id", "event")
+
+# What the mixin was written against (the same in every verified release).
 RUN_CORE_PARAMETERS: tuple[str, ...] = (
     "self",
     "input_messages",
@@ -257,6 +286,84 @@ class _RestoreForwardingMixin(WorkflowAgent):
             ):
                 yield _shown(event)
         await _events_ended(self)
+
+    def _convert_workflow_event_to_agent_response_updates(
+        self, response_id: str, event: WorkflowEvent[Any], *rest: Any
+    ) -> list[AgentResponseUpdate]:
+        """Every content an executor emits, as 1.23.0 forwards it (see `_forwarded`); `rest` is
+        1.26.0's role gate, used only by the framework's own conversion of other events."""
+        forwarded = _forwarded(response_id, event)
+        if forwarded is not None:
+            return forwarded
+        convert = super()._convert_workflow_event_to_agent_response_updates  # type: ignore[misc]
+        return convert(response_id, event, *rest)
+
+
+def _now() -> str:
+    return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _forwarded(response_id: str, event: WorkflowEvent[Any]) -> list[AgentResponseUpdate] | None:
+    """The updates for an output of an agent's reply (an update, a response, a message or a list
+    of them), every content and role kept, or None for any other event.
+
+    agent-framework-core 1.23.0's ``WorkflowAgent`` forwards these as they are; 1.26.0 drops a
+    message or update that holds a function call or an approval response, and every message
+    that is not the assistant's (tool results), and adds the response's usage as a content.
+    The host shows the tools an agent inside a workflow runs (a call and its result make one
+    item, `mapping`) and counts usage from the model calls themselves (`usage`), so it takes
+    the 1.23.0 forwarding on every supported release.
+    """
+    if event.type not in ("output", "intermediate", "data"):
+        return None
+    data, executor_id = event.data, event.executor_id
+    if isinstance(data, AgentResponseUpdate):
+        update = copy.copy(data)  # a fresh update: the executor still holds `data`
+        update.contents = list(data.contents)
+        update.author_name = data.author_name or executor_id
+        if data.additional_properties is not None:
+            update.additional_properties = dict(data.additional_properties)
+        return [update]
+    if isinstance(data, AgentResponse):
+        updates = [
+            AgentResponseUpdate(
+                contents=list(msg.contents),
+                role=msg.role,
+                author_name=msg.author_name or executor_id,
+                response_id=data.response_id or response_id,
+                message_id=msg.message_id or str(uuid.uuid4()),
+                created_at=data.created_at or _now(),
+                raw_representation=msg,
+            )
+            for msg in data.messages
+        ]
+        if updates:
+            last = updates[-1]
+            last.agent_id = data.agent_id
+            last.finish_reason = data.finish_reason
+            last.continuation_token = data.continuation_token
+            _copy_operation_state(data, last)
+            last.additional_properties = dict(data.additional_properties)
+        return updates
+    messages: list[Message]
+    if isinstance(data, Message):
+        messages, own_ids = [data], False
+    elif isinstance(data, list) and data and all(isinstance(m, Message) for m in data):
+        messages, own_ids = data, True
+    else:
+        return None
+    return [
+        AgentResponseUpdate(
+            contents=list(msg.contents),
+            role=msg.role,
+            author_name=msg.author_name or executor_id,
+            response_id=response_id,
+            message_id=(msg.message_id if own_ids else None) or str(uuid.uuid4()),
+            created_at=_now(),
+            raw_representation=msg,
+        )
+        for msg in messages
+    ]
 
 
 def _shown(event: WorkflowEvent) -> WorkflowEvent:
@@ -578,8 +685,23 @@ def quiet_repeated_build_warnings() -> None:
 # region compatibility
 
 
+def unverified_release() -> str | None:
+    """The installed agent-framework-core release when it is not one of ``VERIFIED_RELEASES``."""
+    installed = metadata.version("agent-framework-core")
+    return None if installed in VERIFIED_RELEASES else installed
+
+
 def check_compatibility() -> None:
-    """Raise ``RuntimeError`` if agent-framework no longer offers what this module relies on."""
+    """Raise ``RuntimeError`` if agent-framework no longer offers what this module relies on; warn
+    (once, at start-up) when the installed release is not one this module was verified against."""
+    unverified = unverified_release()
+    if unverified is not None:
+        _log.warning(
+            "agent-framework-core %s is not one of the releases this server is verified against (%s); "
+            "it passed the start-up checks, but see README 'Supported agent-framework releases'",
+            unverified,
+            ", ".join(VERIFIED_RELEASES),
+        )
     problems: list[str] = []
     run_core = getattr(WorkflowAgent, "_run_core", None)
     if run_core is None or not inspect.isasyncgenfunction(run_core):
@@ -589,6 +711,16 @@ def check_compatibility() -> None:
         if params != RUN_CORE_PARAMETERS:
             problems.append(
                 f"WorkflowAgent._run_core parameters are {params}, expected {RUN_CORE_PARAMETERS}"
+            )
+    convert = getattr(WorkflowAgent, "_convert_workflow_event_to_agent_response_updates", None)
+    if convert is None:
+        problems.append("WorkflowAgent._convert_workflow_event_to_agent_response_updates is missing")
+    else:
+        convert_params = tuple(inspect.signature(convert).parameters)
+        if convert_params[: len(CONVERT_PARAMETERS)] != CONVERT_PARAMETERS:
+            problems.append(
+                "WorkflowAgent._convert_workflow_event_to_agent_response_updates parameters are "
+                f"{convert_params}, expected {CONVERT_PARAMETERS} first"
             )
     workflow_cls = getattr(WorkflowAgent, "workflow", None)
     if workflow_cls is None:
@@ -618,8 +750,9 @@ def check_compatibility() -> None:
         problems.append("WorkflowAgent.REQUEST_INFO_FUNCTION_NAME is no longer 'request_info'")
     if problems:
         raise RuntimeError(
-            "The installed agent-framework is not the one server/runtime/_af_private.py was written "
-            "against (agent-framework-core 1.23.0): "
+            "The installed agent-framework (agent-framework-core "
+            f"{metadata.version('agent-framework-core')}) is not one server/runtime/_af_private.py "
+            f"was written against (agent-framework-core {', '.join(VERIFIED_RELEASES)}): "
             + "; ".join(problems)
             + ". Re-verify the restore bug (module docstring) and update the module before running this host."
         )

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+from agent_framework.observability import OtelAttr
 
 from durable_responses.observability.tracing import EXECUTOR_STEPS
 from durable_responses.testing import FakeModel
@@ -153,11 +154,12 @@ def test_one_trace_for_a_response_killed_and_recovered(
         assert s.parent_id == caller or s.parent_id in by_id, s
     # agent-framework's own spans nest under a run span: agents, model calls, the workflow; its
     # inner workflow steps are not made unless asked (DURABLE_RESPONSES_TRACE_EXECUTORS).
-    for prefix in ("invoke_agent", "chat", "workflow.run"):
+    # (The workflow's span is `workflow.run` in agent-framework-core 1.23.0, `invoke_workflow` in 1.26.0.)
+    for prefix in ("invoke_agent", "chat", OtelAttr.WORKFLOW_RUN_SPAN.value):
         nested = [s for s in ours if s.name.startswith(prefix) and life2 in _ancestors(s, by_id)]
         assert nested, (prefix, sorted(set(names)))
     assert not [n for n in names if n.startswith(EXECUTOR_STEPS)], sorted(set(names))
-    # The first life's model calls are in the same trace; agent-framework's `workflow.run` span of
+    # The first life's model calls are in the same trace; agent-framework's workflow span of
     # that life was still open at the kill, so it died with the process (its children name it).
     assert any(s.name.startswith("chat") and s.end < life2.start for s in ours), sorted(
         {s.name for s in ours if s.end < life2.start}

@@ -54,6 +54,7 @@ from durable_responses.examples.approval import approval_agent
 from durable_responses.examples.countdown import countdown, countdown_agent
 from durable_responses.runtime._af_private import (
     RUN_CORE_PARAMETERS,
+    VERIFIED_RELEASES,
     CheckpointTypeRefused,
     check_compatibility,
     coerce_request_response,
@@ -62,6 +63,7 @@ from durable_responses.runtime._af_private import (
     make_restorable,
     on_events_end,
     pace_events,
+    unverified_release,
 )
 from durable_responses.runtime.pending import (
     clean_request_info_arguments,
@@ -70,12 +72,28 @@ from durable_responses.runtime.pending import (
     pending_response_types,
 )
 from tests.apps.workflows import FinalResponseProbe
+from tests.support.framework import AF_CORE, NEWEST, OLDEST
 
-# sha256 of inspect.getsource(WorkflowAgent._run_core) in agent-framework-core 1.23.0.
-PINNED_RUN_CORE_SHA256 = "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e"
+# Per verified agent-framework-core release, sha256 of inspect.getsource of the WorkflowAgent
+# methods `_af_private` overrides: `_run_core` and `_convert_workflow_event_to_agent_response_updates`.
+PINNED_SOURCES: dict[str, dict[str, str]] = {
+    "1.23.0": {
+        "_run_core": "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e",
+        "_convert_workflow_event_to_agent_response_updates": (
+            "ac1211322e909196b2563ef6f639a860bd7739d7355c72ea33d50ef5d501d2e2"
+        ),
+    },
+    "1.26.0": {
+        "_run_core": "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e",
+        "_convert_workflow_event_to_agent_response_updates": (
+            "3d895202c56e2d7bfa56ca59769db6d37d46cc9e4fd3698e988b1a4b1a0857e5"
+        ),
+    },
+}
 UPGRADE_HINT = (
-    "agent_framework's WorkflowAgent._run_core changed since server/runtime/_af_private.py was written "
-    "(agent-framework-core 1.23.0). Re-verify the restore bug (#7677: a checkpoint restore discards its "
+    f"agent_framework's WorkflowAgent changed in agent-framework-core {AF_CORE}, which "
+    "server/runtime/_af_private.py was not written against (see README, 'Supported agent-framework "
+    "releases'). Re-verify the restore bug (#7677: a checkpoint restore discards its "
     "events) against the new source, update _RestoreForwardingMixin._run_core to match the new "
     "signature/behaviour (or drop it if upstream fixed the bug), re-measure the facts in the module "
     "docstring, then update the pinned values in this test."
@@ -131,9 +149,39 @@ def test_run_core_signature_is_pinned() -> None:
     assert params == RUN_CORE_PARAMETERS, f"{UPGRADE_HINT} Parameters now: {params}"
 
 
-def test_run_core_source_is_pinned() -> None:
-    digest = hashlib.sha256(inspect.getsource(WorkflowAgent._run_core).encode("utf-8")).hexdigest()
-    assert digest == PINNED_RUN_CORE_SHA256, f"{UPGRADE_HINT} New source sha256: {digest}"
+def test_the_installed_release_is_a_verified_one() -> None:
+    assert set(PINNED_SOURCES) == set(VERIFIED_RELEASES)
+    assert (OLDEST, NEWEST) == (VERIFIED_RELEASES[0], VERIFIED_RELEASES[-1])
+    assert AF_CORE in VERIFIED_RELEASES, UPGRADE_HINT
+    assert unverified_release() is None
+
+
+@pytest.mark.parametrize("method", ["_run_core", "_convert_workflow_event_to_agent_response_updates"])
+def test_overridden_sources_are_pinned_for_the_installed_release(method: str) -> None:
+    digest = hashlib.sha256(inspect.getsource(getattr(WorkflowAgent, method)).encode("utf-8")).hexdigest()
+    assert digest == PINNED_SOURCES.get(AF_CORE, {}).get(method), (
+        f"{UPGRADE_HINT} New {method} source sha256: {digest}"
+    )
+
+
+def test_an_unverified_release_is_named_at_start_up(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from durable_responses.runtime import _af_private
+
+    monkeypatch.setattr(_af_private, "VERIFIED_RELEASES", ("0.0.1",))
+    with caplog.at_level(logging.WARNING, logger="durable_responses.runtime"):
+        check_compatibility()
+    assert f"agent-framework-core {AF_CORE} is not one of the releases" in caplog.text
+
+
+def test_check_compatibility_fails_loudly_on_a_changed_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
+    def changed(self: Any, event: Any) -> Any:
+        return []
+
+    monkeypatch.setattr(WorkflowAgent, "_convert_workflow_event_to_agent_response_updates", changed)
+    with pytest.raises(RuntimeError, match=r"_convert_workflow_event_to_agent_response_updates parameters"):
+        check_compatibility()
 
 
 def test_check_compatibility_passes_on_pinned_version() -> None:

@@ -27,6 +27,7 @@ import durable_responses.examples as examples
 from durable_responses.examples.countdown import DEFAULT_COUNT, parse_countdown_request
 from durable_responses.runtime._af_private import make_restorable
 from tests.apps.workflows import RecordingWorkflowAgent, recording_countdown, silent_prefix, two_outputs
+from tests.support.framework import AGENT_STREAM_ENDS_WITH_METADATA
 
 
 @pytest.fixture(autouse=True)
@@ -172,6 +173,9 @@ async def test_approval_rejects_empty_input() -> None:
 
 async def test_echo_agent_streams_word_by_word() -> None:
     updates = await _updates(examples.echo_agent(), "hello big world")
+    if AGENT_STREAM_ENDS_WITH_METADATA:
+        *updates, metadata = updates
+        assert not metadata.contents and metadata.additional_properties
     assert [u.text for u in updates] == ["echo:", " hello", " big", " world", " (turn", " 1)"]
     assert len({u.message_id for u in updates}) == 1
 

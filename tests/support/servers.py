@@ -194,7 +194,12 @@ class ServerProcess:
         port: int | None = None,
         log_level: str = "warning",
         cold: bool = False,
+        python: str | None = None,
     ) -> None:
+        # Another interpreter (another venv: another agent-framework release) starts cold: the
+        # spares run this one.
+        self.python = python or sys.executable
+        cold = cold or python is not None
         self.log_level = log_level
         self.database_url = database_url
         self.app = app
@@ -234,7 +239,7 @@ class ServerProcess:
         if spare is None:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "durable_responses", *self._argv()],
+                    [self.python, "-m", "durable_responses", *self._argv()],
                     cwd=self.workdir,
                     env=env,
                     stdout=log,
