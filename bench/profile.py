@@ -54,7 +54,7 @@ _PASS_THROUGH = {
     ("server/cli.py", None),
     ("server/__main__.py", None),
     ("server/runtime/run.py", None),
-    ("server/runtime/_af_private.py", "_RestoreForwardingMixin._run_core"),
+    ("server/runtime/_af_private/restore.py", "_RestoreForwardingMixin._run_core"),
     ("server/runtime/drive.py", "Driver.drive"),
     # ASGI middleware: the response's bytes go to uvicorn's transport through them.
     ("server/http/telemetry.py", "HttpTelemetry.__call__"),

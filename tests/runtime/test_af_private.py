@@ -28,12 +28,15 @@ Measured on 1.23.0 (the tests below keep these true)
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import hashlib
+import importlib
 import inspect
 import json
 import logging
+from pathlib import Path
 from typing import Any, Never
 
 import pytest
@@ -92,7 +95,7 @@ PINNED_SOURCES: dict[str, dict[str, str]] = {
 }
 UPGRADE_HINT = (
     f"agent_framework's WorkflowAgent changed in agent-framework-core {AF_CORE}, which "
-    "server/runtime/_af_private.py was not written against (see README, 'Supported agent-framework "
+    "server/runtime/_af_private/ was not written against (see README, 'Supported agent-framework "
     "releases'). Re-verify the restore bug (#7677: a checkpoint restore discards its "
     "events) against the new source, update _RestoreForwardingMixin._run_core to match the new "
     "signature/behaviour (or drop it if upstream fixed the bug), re-measure the facts in the module "
@@ -169,7 +172,7 @@ def test_an_unverified_release_is_named_at_start_up(
 ) -> None:
     from durable_responses.runtime import _af_private
 
-    monkeypatch.setattr(_af_private, "VERIFIED_RELEASES", ("0.0.1",))
+    monkeypatch.setattr(_af_private.compat, "VERIFIED_RELEASES", ("0.0.1",))
     with caplog.at_level(logging.WARNING, logger="durable_responses.runtime"):
         check_compatibility()
     assert f"agent-framework-core {AF_CORE} is not one of the releases" in caplog.text
@@ -186,6 +189,48 @@ def test_check_compatibility_fails_loudly_on_a_changed_conversion(monkeypatch: p
 
 def test_check_compatibility_passes_on_pinned_version() -> None:
     check_compatibility()
+
+
+def _private_framework_imports(path: Path) -> list[str]:
+    """The private agent-framework names a module imports (`from agent_framework._x import y`,
+    `from agent_framework import _y`): module paths with a private part, or private names."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").startswith("agent_framework")
+        ):
+            module = node.module or ""
+            for alias in node.names:
+                if any(part.startswith("_") for part in module.split(".")) or alias.name.startswith("_"):
+                    found.append(f"{module}:{alias.name}")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("agent_framework._")]
+    return found
+
+
+def test_private_framework_names_are_imported_in_the_private_package_only() -> None:
+    """The single home of agent-framework's private names is `runtime/_af_private/`; each one it
+    imports exists in the installed release (its other private names, the methods it overrides and
+    attributes it reads, are checked by `check_compatibility` and pinned above)."""
+    import durable_responses
+
+    root = Path(durable_responses.__file__).parent
+    package = root / "runtime" / "_af_private"
+    outside = {
+        str(path.relative_to(root)): names
+        for path in root.rglob("*.py")
+        if package not in path.parents and (names := _private_framework_imports(path))
+    }
+    assert outside == {}, outside
+    used = sorted({name for path in package.glob("*.py") for name in _private_framework_imports(path)})
+    assert used, "the private package imports no private name: this test no longer looks at the right place"
+    for entry in used:
+        module, _, name = entry.partition(":")
+        assert hasattr(importlib.import_module(module), name), (
+            f"{entry} is gone in agent-framework-core {AF_CORE}"
+        )
 
 
 def test_check_compatibility_fails_loudly_on_a_changed_run_core(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -848,37 +893,37 @@ def test_a_graph_warning_shows_once_per_process_not_once_per_build(caplog: pytes
     intentional self-loop) warns on `VALIDATION_LOGGER`; with the host's filter installed, a
     second, third build (the host builds one per run) adds no copy of that warning."""
     from durable_responses.examples.countdown import countdown
-    from durable_responses.runtime import _af_private
+    from durable_responses.runtime._af_private import build_warnings
 
-    logger = logging.getLogger(_af_private.VALIDATION_LOGGER)
-    installed = _af_private._ONCE in logger.filters
-    seen = set(_af_private._ONCE.seen)
-    logger.removeFilter(_af_private._ONCE)
+    logger = logging.getLogger(build_warnings.VALIDATION_LOGGER)
+    installed = build_warnings._ONCE in logger.filters
+    seen = set(build_warnings._ONCE.seen)
+    logger.removeFilter(build_warnings._ONCE)
     try:
 
         def self_loop_warnings() -> list[logging.LogRecord]:
             return [
                 r
                 for r in caplog.records
-                if r.name == _af_private.VALIDATION_LOGGER and "Self-loop detected" in r.getMessage()
+                if r.name == build_warnings.VALIDATION_LOGGER and "Self-loop detected" in r.getMessage()
             ]
 
         # (This module's autouse fixture raised the framework's level: set the logger's own.)
-        with caplog.at_level(logging.WARNING, logger=_af_private.VALIDATION_LOGGER):
+        with caplog.at_level(logging.WARNING, logger=build_warnings.VALIDATION_LOGGER):
             countdown()
             countdown()
             assert len(self_loop_warnings()) == 2  # the framework warns at every build
             caplog.clear()
-            _af_private._ONCE.seen.clear()
-            _af_private.quiet_repeated_build_warnings()
-            _af_private.quiet_repeated_build_warnings()  # idempotent
-            assert logger.filters.count(_af_private._ONCE) == 1
+            build_warnings._ONCE.seen.clear()
+            build_warnings.quiet_repeated_build_warnings()
+            build_warnings.quiet_repeated_build_warnings()  # idempotent
+            assert logger.filters.count(build_warnings._ONCE) == 1
             for _ in range(3):
                 countdown()
             assert len(self_loop_warnings()) == 1
     finally:
-        logger.removeFilter(_af_private._ONCE)
-        _af_private._ONCE.seen.clear()
-        _af_private._ONCE.seen.update(seen)
+        logger.removeFilter(build_warnings._ONCE)
+        build_warnings._ONCE.seen.clear()
+        build_warnings._ONCE.seen.update(seen)
         if installed:
-            logger.addFilter(_af_private._ONCE)
+            logger.addFilter(build_warnings._ONCE)

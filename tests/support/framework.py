@@ -13,7 +13,7 @@ OLDEST, NEWEST = "1.23.0", "1.26.0"
 
 # 1.26.0's `WorkflowAgent` drops what an agent inside the workflow streams that holds a function
 # call or an approval response, and every message that is not the assistant's (tool results);
-# 1.23.0 forwards all of it. The host forwards all of it on both (`_af_private._forwarded`).
+# 1.23.0 forwards all of it. The host forwards all of it on both (`_af_private.forwarding`).
 WORKFLOW_AGENT_HIDES_TOOL_CALLS = AF_CORE_RELEASE >= (1, 26)
 
 # 1.26.0's `Agent` ends its stream with an update that holds no content (its evaluation metadata).
