@@ -36,6 +36,10 @@ from tests.support.sse import check_sequence, stream_events
 pytestmark = pytest.mark.crash
 
 RESPONSES = 6
+# Seconds per streamed token of the fake model; while the test waits to kill during a reply
+# after a tool, the slower pace (see `Scenario.kill_at`).
+TOKEN_DELAY = 0.01
+AFTER_TOKEN_DELAY = 0.05
 
 
 @dataclass(frozen=True)
@@ -181,21 +185,31 @@ class Scenario:
                 return any(e["event"] == "start" and e["pid"] == pid for e in _tool_log(self.log))
             return any(_after_tool(c) and not c.finished for c in self.fake.calls[mark:])
 
+        ended: set[str] = set()
         deadline = time.monotonic() + 90
         next_look = 0.0
-        while not reached():
-            self.watch()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for the kill point {kind!r}")
-            if time.monotonic() > next_look:
-                next_look = time.monotonic() + 0.5
-                if all(
-                    client.responses.retrieve(r).status in ("completed", "failed")
-                    for r in self.orders.values()
-                ):
-                    return False
-            time.sleep(0.005)
-        self.kill(server)
+        # A reply after a tool streams for a tenth of a second at the usual pace; on a loaded
+        # machine a look at the responses takes longer than that, and every reply could end
+        # between two looks (seen at load 15-20: no kill "after"): slower tokens keep the point
+        # in view.
+        self.fake.token_delay = AFTER_TOKEN_DELAY if kind == "after" else TOKEN_DELAY
+        try:
+            while not reached():
+                self.watch()
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"timed out waiting for the kill point {kind!r}")
+                if time.monotonic() > next_look:
+                    next_look = time.monotonic() + 0.5
+                    for r in set(self.orders.values()) - ended:
+                        if client.responses.retrieve(r).status not in ("completed", "failed"):
+                            break
+                        ended.add(r)
+                    else:
+                        return False
+                time.sleep(0.005)
+            self.kill(server)
+        finally:
+            self.fake.token_delay = TOKEN_DELAY
         self.kills.append(kind)
         return True
 
@@ -268,7 +282,7 @@ class Scenario:
 @pytest.mark.parametrize("name", list(APPS))
 def test_kill_9_repeats_no_finished_tool_or_model_call(name: str, database_url: str, tmp_path: Path) -> None:
     app = APPS[name]
-    with FakeModel(token_delay=0.01) as fake:
+    with FakeModel(token_delay=TOKEN_DELAY) as fake:
         scenario = Scenario(
             app, database_url, tmp_path, fake, "responses" if name == "sequential" else "chat"
         )
