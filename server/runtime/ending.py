@@ -32,7 +32,7 @@ from ..protocol.response import build_response
 from ..protocol.sse import dumps
 from ..store import ABANDONED_STATUSES, CheckpointRow, Finish, OutputItemRow, PendingRequestRow
 from ._af_private import encode_session
-from .mapping import PendingApproval
+from .approval_calls import PendingApproval
 from .open_items import ClosedItem
 from .pending import pending_request_payloads
 from .plan import RunSpec

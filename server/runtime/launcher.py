@@ -19,12 +19,13 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..observability import metrics
 from ..store import JournalRow, Store
+from .approval_calls import approval_calls
 from .apps import HostedApp
 from .checkpoint_storage import SqlCheckpointStorage
 from .drive import AppEntry, Driver, JournalUse, Pacing
 from .ending import Ending
 from .journal import JournalStats, RunJournal, unreachable
-from .mapping import ItemMapper, approval_calls
+from .mapping import ItemMapper
 from .memory import MemoryPairing, MemorySink
 from .open_items import OpenItem
 from .pairing import SqlPairing

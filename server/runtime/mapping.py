@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent_framework import AgentResponseUpdate, Content, Message
+from agent_framework import AgentResponseUpdate, Content
 
 from ..protocol import events as ev
 from ..protocol import ids, items
+from .approval_calls import AnsweredCall, PendingApproval, arguments_json
 from .open_items import (
     APPROVAL,
     FUNCTION_CALL,
@@ -46,6 +46,7 @@ from .open_items import (
     REASONING,
     ClosedItem,
     OpenItem,
+    closing_events,
     message_item_id,
     message_key,
     ran_tool_item_id,
@@ -62,14 +63,6 @@ Emit = Callable[[dict[str, Any]], None]
 # How a tool the server ran is shown (`RuntimeSettings.server_tools`).
 SERVER_TOOLS_MCP = "mcp_call"
 SERVER_TOOLS_FUNCTION = "function_call"
-
-
-@dataclass(frozen=True)
-class PendingApproval:
-    """A tool approval a plain agent's run ended waiting for (its answer needs the request)."""
-
-    request_id: str
-    request: dict[str, Any]  # the framework's approval request content, as `Content.to_dict()`
 
 
 def _text_of(value: Any) -> str:
@@ -362,10 +355,7 @@ class ItemMapper:
             return
         self._announced.add(request_id)
         name = (call.name if call is not None else None) or ""
-        raw = call.arguments if call is not None else None
-        arguments = (
-            "{}" if raw is None else raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
-        )
+        arguments = arguments_json(call.arguments if call is not None else None)
         label = author or self._server_label
         item = self._open_item(
             APPROVAL,
@@ -430,50 +420,9 @@ class ItemMapper:
                 )
                 continue
             final = item.final(status)
-            if done and item.kind == MESSAGE:
-                self._emit(ev.output_text_done(item.item_id, item.output_index, 0, item.text))
-                self._emit(ev.content_part_done(item.item_id, item.output_index, 0, final["content"][0]))
-            elif done and item.kind == FUNCTION_CALL:
-                self._emit(
-                    ev.function_call_arguments_done(
-                        item.item_id, item.output_index, "".join(item.arguments), item.name
-                    )
-                )
-            elif done and item.kind == REASONING and item.text_parts:
-                self._emit(ev.reasoning_summary_text_done(item.item_id, item.output_index, 0, item.text))
-                self._emit(
-                    ev.reasoning_summary_part_done(item.item_id, item.output_index, 0, final["summary"][0])
-                )
-            self._emit(ev.output_item_done(item.output_index, final))
+            for event in closing_events(item, final, done):
+                self._emit(event)
             closed.append(ClosedItem(item.output_index, item.item_id, status, done, final))
         self._open.clear()
         self._current.clear()
         return closed
-
-
-@dataclass(frozen=True)
-class AnsweredCall:
-    """A call an approval answer of this turn decides (its request was shown, not the call)."""
-
-    name: str
-    arguments: str
-    request_id: str | None
-
-
-def approval_calls(messages: Iterable[Message]) -> dict[str, AnsweredCall]:
-    """The calls the approval answers among `messages` decide, by call id."""
-    calls: dict[str, AnsweredCall] = {}
-    for message in messages:
-        for content in message.contents:
-            call = content.function_call if content.type == "function_approval_response" else None
-            if call is not None and call.call_id:
-                raw = call.arguments
-                arguments = (
-                    "{}"
-                    if raw is None
-                    else raw
-                    if isinstance(raw, str)
-                    else json.dumps(raw, separators=(",", ":"))
-                )
-                calls[call.call_id] = AnsweredCall(call.name or "", arguments, content.id)
-    return calls

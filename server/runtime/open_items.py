@@ -162,3 +162,22 @@ def reopen_from_events(
         elif etype == ev.OUTPUT_ITEM_DONE:
             open_items.pop(int(data["output_index"]), None)
     return sorted(open_items.values(), key=lambda i: i.output_index), highest
+
+
+def closing_events(item: OpenItem, final: dict[str, Any], done: bool) -> list[dict[str, Any]]:
+    """The events that close `item` as `final`: a completed item's content `done` events, then
+    its `output_item.done` (an item closed otherwise gets only the latter)."""
+    index = item.output_index
+    closing: list[dict[str, Any]] = []
+    if done and item.kind == MESSAGE:
+        closing.append(ev.output_text_done(item.item_id, index, 0, item.text))
+        closing.append(ev.content_part_done(item.item_id, index, 0, final["content"][0]))
+    elif done and item.kind == FUNCTION_CALL:
+        closing.append(
+            ev.function_call_arguments_done(item.item_id, index, "".join(item.arguments), item.name)
+        )
+    elif done and item.kind == REASONING and item.text_parts:
+        closing.append(ev.reasoning_summary_text_done(item.item_id, index, 0, item.text))
+        closing.append(ev.reasoning_summary_part_done(item.item_id, index, 0, final["summary"][0]))
+    closing.append(ev.output_item_done(index, final))
+    return closing

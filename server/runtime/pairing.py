@@ -25,8 +25,9 @@ from agent_framework import WorkflowCheckpoint
 
 from ..observability import metrics
 from ..store import Store
+from .approval_calls import PendingApproval
 from .checkpoint_storage import SqlCheckpointStorage
-from .mapping import ItemMapper, PendingApproval
+from .mapping import ItemMapper
 from .open_items import ClosedItem
 from .plan import RunPlan, RunSpec
 from .sinks import Sink

@@ -1,0 +1,49 @@
+"""Tool approvals as data: the approval a plain agent's run ended waiting for, and the calls an
+approval answer of a later turn decides (the client answered the request; the call itself was
+never shown)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from agent_framework import Message
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """A tool approval a plain agent's run ended waiting for (its answer needs the request)."""
+
+    request_id: str
+    request: dict[str, Any]  # the framework's approval request content, as `Content.to_dict()`
+
+
+@dataclass(frozen=True)
+class AnsweredCall:
+    """A call an approval answer of this turn decides (its request was shown, not the call)."""
+
+    name: str
+    arguments: str
+    request_id: str | None
+
+
+def arguments_json(raw: Any) -> str:
+    """A call's arguments as the JSON text an item shows (`{}` when it has none)."""
+    if raw is None:
+        return "{}"
+    return raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":"))
+
+
+def approval_calls(messages: Iterable[Message]) -> dict[str, AnsweredCall]:
+    """The calls the approval answers among `messages` decide, by call id."""
+    calls: dict[str, AnsweredCall] = {}
+    for message in messages:
+        for content in message.contents:
+            call = content.function_call if content.type == "function_approval_response" else None
+            if call is not None and call.call_id:
+                calls[call.call_id] = AnsweredCall(
+                    call.name or "", arguments_json(call.arguments), content.id
+                )
+    return calls
