@@ -136,6 +136,11 @@ class ResponseRun:
             failure = self._sink.failure
             if isinstance(failure, LeaseLost):
                 log.warning("response %s: lease lost, another process continues it", self.response_id)
+            elif self.stop_reason is not None and self.stop_reason.kind == StopKind.ABANDON:
+                # Abandoned (shutdown, lease lost, deleted) while the framework turned the
+                # cancellation into its own error: it writes nothing more, releases nothing
+                # (a shutdown's hand-off releases its lease uncounted).
+                log.info("response %s: abandoned to recovery (%s)", self.response_id, exc)
             elif (stopping := self._stopping()) is not None:
                 # Stopped (cancel) while the framework turned the cancellation into its own error.
                 ending = self._end_after_stop(stopping)
