@@ -234,7 +234,11 @@ class Recovery:
             while registry.accepting:
                 batch = pace.batch()
                 rows, left = await self._store.claim_some(
-                    self._owner, limit=batch, own=own, runnable=self._lanes.runnable
+                    self._owner,
+                    limit=batch,
+                    own=own,
+                    runnable=self._lanes.runnable,
+                    busy=[run.response_id for run in registry],
                 )
                 if not rows:
                     # What is left of `own` is no longer ours to resume (ended, or taken over).

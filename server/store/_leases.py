@@ -58,6 +58,7 @@ class Leases(StoreBase):
         limit: int = 50,
         own: Collection[str] = (),
         runnable: Runnable | None = None,
+        busy: Collection[str] = (),
     ) -> tuple[list[ResponseRow], int]:
         """Take over active responses whose lease expired (or that never had one), and those of
         `own` still leased to `owner` (its runs that stopped on a database error: the lease
@@ -70,7 +71,12 @@ class Leases(StoreBase):
         Also returns how many are left to claim after these (in the same transaction): a
         sweep that sees fewer left than it expected knows another replica claims too.
 
-        `runnable`: only the responses of the apps and versions it names (None: any)."""
+        `runnable`: only the responses of the apps and versions it names (None: any).
+
+        `busy`: responses `owner` runs right now, never claimed: a lease of ours that lapsed
+        while the process was busy is renewed by its run, not taken over (a takeover would count
+        a recovery that never happened and start a second run under the same owner, which no
+        fence tells apart)."""
         now = time.time()
         c = t.responses.c
         lapsed = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
@@ -78,6 +84,8 @@ class Leases(StoreBase):
         expired = and_(c.status.in_(ACTIVE_STATUSES), lapsed if mine is None else or_(lapsed, mine))
         if runnable is not None:
             expired = and_(expired, runnable_condition(runnable))
+        if busy:
+            expired = and_(expired, c.id.not_in(list(busy)))
         if self.dialect != POSTGRESQL:
             # SQLite: a look without a lock first. Most sweeps find nothing, and a claim's
             # transaction holds the one write lock every commit needs across several round trips

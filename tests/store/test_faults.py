@@ -68,6 +68,26 @@ async def test_claim_own_stranded_responses_without_waiting_for_the_lease(store:
     assert await store.claim_expired("p1", own={"resp_other"}) == []
 
 
+async def test_a_lapsed_lease_of_a_run_still_going_here_is_not_claimed(store: Store) -> None:
+    """A process whose lease lapsed while it was busy (its run still going) does not take the
+    response over from itself: no recovery counted, no second run; others' expired ones it does."""
+    now = time.time()
+    await store.insert_response(response("resp_busy", lease_owner="p1", lease_expires_at=now - 5), [], [])
+    await store.insert_response(response("resp_dead", lease_owner="p2", lease_expires_at=now - 5), [], [])
+    claimed, left = await store.claim_some("p1", busy=["resp_busy"])
+    assert [r.id for r in claimed] == ["resp_dead"] and left == 0
+    row = await store.get_response("resp_busy", None)
+    assert (
+        row is not None
+        and row.recovery_count == 0
+        and row.lease_expires_at is not None
+        and row.lease_expires_at < now
+    )
+    # Once its run is over (no longer busy), a lapsed lease is claimed as any other.
+    claimed, _ = await store.claim_some("p3")
+    assert [r.id for r in claimed] == ["resp_busy"] and claimed[0].recovery_count == 1
+
+
 async def test_next_lease_expiry_and_claims_counting_those_left(store: Store) -> None:
     now = time.time()
     assert await store.next_lease_expiry("p1") is None
