@@ -26,6 +26,7 @@ from durable_responses.testing import FakeModel
 from tests.agents import apps
 from tests.agents.hosted import approval_answer, fake
 from tests.support.framework import AF_CORE, NEWEST, OLDEST
+from tests.support.tools import missing
 
 __all__ = ["fake"]  # fixture
 
@@ -46,10 +47,7 @@ def _release_of(python: str) -> str:
 def oldest_python() -> str:
     path = os.environ.get(OLDEST_PYTHON_ENV)
     if not path:
-        message = f"{OLDEST_PYTHON_ENV} is not set (`make pytest` sets it to the oldest release's venv)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"{OLDEST_PYTHON_ENV} is not set (`make pytest` sets it to the oldest release's venv)")
     assert AF_CORE == NEWEST, f"this venv runs agent-framework-core {AF_CORE}, not the newest ({NEWEST})"
     assert _release_of(path) == OLDEST, f"{path} does not run agent-framework-core {OLDEST}"
     return path
