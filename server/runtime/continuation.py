@@ -12,7 +12,8 @@ Invariants:
   function_call_output items, each for one of its pending calls, each convertible to the type
   its request declared; a function_call_output elsewhere must answer a function_call that the
   input or the prior turns hold; an item_reference must name an item of the same user.
-- A reply answers a pending request exactly once (`answer` is all-or-none).
+- A reply answers a pending request exactly once: the creation's own write marks every request
+  it answers or, when one was answered meanwhile, creates nothing (`answers`).
 - `plan()` derives the start of a run from stored data only, so recovery restarts a response
   that has no checkpoint yet exactly as its first run started.
 """
@@ -29,6 +30,7 @@ from agent_framework import Message, WorkflowCheckpoint
 from ..protocol import errors
 from ..protocol.request import CreateRequest
 from ..store import (
+    Answers,
     CheckpointRow,
     PendingRequestRow,
     ResponseRow,
@@ -227,19 +229,13 @@ class Continuations:
         requests = pending_of(self._decode(cp)) if cp is not None else {}
         return answered_ids(req.input_items, requests, open_ids)
 
-    async def answer(self, user_id: str, turn: Turn, replies: Sequence[str], rid: str) -> str | None:
-        """Mark `replies` answered by `rid`, all or none (409 if another response answered one
-        meanwhile); the id of the response whose requests they were (None: nothing to mark)."""
+    def answers(self, user_id: str, req: CreateRequest, turn: Turn) -> Answers | None:
+        """The pending requests of `turn.prev` this input answers, for the creation's own write
+        to mark (`Store.insert_response`: all or none); None when it answers none."""
+        replies = self.replies(req, turn)
         if turn.prev is None or not replies:
             return None
-        refused = await self.store.answer_pending(turn.prev.id, user_id, replies, rid)
-        if refused:
-            raise errors.conflict(
-                f"The request(s) {', '.join(refused)} were answered concurrently by another response.",
-                code="call_already_answered",
-                param="input",
-            )
-        return turn.prev.id
+        return Answers(turn.prev.id, user_id, tuple(replies))
 
     # -- planning a run ---------------------------------------------------------------------
 

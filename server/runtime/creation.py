@@ -7,8 +7,10 @@ Invariants:
   `Idempotency-Key`) and the same body gets the same response, never a second run.
 - A turn's facts are read once and its run planned before anything is written
   (`Continuations.prepare`, `plan_for`): everything a run would refuse is refused (4xx) before
-  anything is created or a pending request is marked answered. Only a creation whose own
-  commit fails gives back what it took (answered requests, a conversation's hand-added items).
+  anything is created or a pending request is marked answered; the requests it answers are
+  marked in the creation's own transaction (`Store.insert_response`), so a creation that does
+  not commit leaves them pending. Only a conversation's hand-added items, claimed before, are
+  given back when the creation does not commit.
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ from ..protocol.ids import input_item_id, new_response_id
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response
 from ..protocol.sse import dumps
-from ..store import DuplicateResponse, EventRow, InputItemRow, ResponseRow, Store, Subscription
+from ..store import (
+    Answers,
+    AnswersTaken,
+    DuplicateResponse,
+    EventRow,
+    InputItemRow,
+    ResponseRow,
+    Store,
+    Subscription,
+)
 from ._offload import for_input
 from .conversations import ConversationService
 from .lanes import Lane, Lanes
@@ -164,14 +175,14 @@ class Creator:
         plan = await continuations.plan_for(user_id, req, rid, turn)
         if not req.store:
             return self._create_in_memory(lane, user_id, req, rid, plan)
-        answered = await continuations.answer(user_id, turn, continuations.replies(req, turn), rid)
-        return await self._insert(lane, user_id, rid, encoded, plan, answered)
+        answers = continuations.answers(user_id, req, turn)
+        return await self._insert(lane, user_id, rid, encoded, plan, answers)
 
     async def _insert(
-        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, plan: RunPlan, answered: str | None
+        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, plan: RunPlan, answers: Answers | None
     ) -> Created:
-        """Commit the response (row, input, first events, lease) and launch its run; a creation
-        that does not commit gives back the requests it answered (`answered`'s)."""
+        """Commit the response (row, input, first events, lease, the pending requests it
+        answers: one transaction, nothing to undo if it fails) and launch its run."""
         req, launcher, now = encoded.request, lane.launcher, time.time()
         trace, trace_context = launcher.telemetry.first_life(
             rid, delivery=self.settings.delivery.value, background=req.background
@@ -182,17 +193,14 @@ class Creator:
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
             with trace.committing("create"):
-                await self.store.insert_response(row, encoded.input_rows, events)
+                await self.store.insert_response(row, encoded.input_rows, events, answers=answers)
         except BaseException as exc:
             trace.close(None)
             if sub is not None:
                 sub.close()
-            if answered is not None:
-                await self.store.unanswer_pending(answered, rid)
-            if isinstance(exc, DuplicateResponse):
-                raise errors.conflict(
-                    f"A response with id '{rid}' already exists.", code="duplicate_response_id"
-                ) from exc
+            refusal = _refusal(exc, rid)
+            if refusal is not None:
+                raise refusal from exc
             raise
         spec = RunSpec(
             response_id=rid,
@@ -349,6 +357,19 @@ def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
 
 def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
     return dataclasses.replace(req, input_items=inputs)
+
+
+def _refusal(exc: BaseException, rid: str) -> errors.ProtocolError | None:
+    """The 409 of a creation whose write was refused (None: not a refusal)."""
+    if isinstance(exc, AnswersTaken):
+        return errors.conflict(
+            f"The request(s) {', '.join(exc.refused)} were answered concurrently by another response.",
+            code="call_already_answered",
+            param="input",
+        )
+    if isinstance(exc, DuplicateResponse):
+        return errors.conflict(f"A response with id '{rid}' already exists.", code="duplicate_response_id")
+    return None
 
 
 def _mode(req: CreateRequest) -> str:

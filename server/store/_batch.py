@@ -3,7 +3,9 @@ tables (no SQL, no I/O here). Each dialect's renderer (`_pg_render`, `_sqlite_re
 into statements; nothing else decides how a write is committed.
 
 The form:
-- `creations`: the writes that insert their response (its row and input items) first;
+- `creations`: the writes that insert their response (its row and input items) first, and mark
+  the pending requests each answers (`answered`: all of a creation's or, when one is no longer
+  pending, the renderer raises `AnswersTaken` and the transaction commits nothing);
 - `fences`: one per (response, owner), in response id order (the order every transaction of
   ours locks response rows in, so two of them cannot deadlock): the lease to check or renew,
   and the response row's changes (status, usage, journal counts, the terminal transition)
@@ -27,7 +29,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 
-from .records import Finish, Write
+from .records import Answers, Finish, Write
 
 # A write renews its lease only once less than this share of the lease is left (unless it
 # names its `lease_until`, or changes the row anyway): the LeaseKeeper renews every third of it,
@@ -40,7 +42,8 @@ RENEW_BELOW_SHARE = 2 / 3
 # (and so every renderer) knows what to do with it.
 WRITE_FIELDS = frozenset(
     {
-        *("response_id", "owner", "events", "items", "checkpoint", "pending", "create", "status"),
+        *("response_id", "owner", "events", "items", "checkpoint", "pending", "create", "answers"),
+        *("status",),
         *("usage", "finish", "prune", "lease_until", "webhooks", "journal", "journal_keep"),
         *("journal_clear", "journal_stats", "urgent", "future"),
     }
@@ -95,6 +98,8 @@ class Batch:
         for w in writes:
             if w.create is not None:
                 batch.creations.append(w)
+            elif w.answers is not None:
+                raise ValueError(f"a write of {w.response_id} answers requests without creating it")
             if w.owner is None:
                 _check_unowned(w)
                 batch.unowned.append(w)
@@ -119,6 +124,10 @@ class Batch:
     def kept(self, lost: set[tuple[str, str]]) -> list[Write]:
         """The owned writes whose fence matched."""
         return [w for w in self.owned if (w.response_id, w.owner) not in lost] if lost else self.owned
+
+    def answered(self) -> list[tuple[str, Answers]]:
+        """(answering response, its answers) of each creation that answers pending requests."""
+        return [(w.response_id, w.answers) for w in self.creations if w.answers is not None]
 
     def created_ids(self) -> set[str]:
         return {w.response_id for w in self.creations}

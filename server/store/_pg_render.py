@@ -6,6 +6,9 @@ on the batch's shape (`Part`: which of its parts it holds), so a live stream's c
 one prepared statement, and a superstep, a creation and an end are each one round trip.
 
 Statements (`parts`), in this order where the batch needs them:
+- the pending requests the batch's creations answer (`answers`): marked answered, the ones
+  marked returned; the writer raises `AnswersTaken` when one was no longer pending (its
+  transaction commits nothing);
 - creations (response rows, input items) and unowned rows;
 - fences and owned rows: the response rows are locked where their owner holds them, in id
   order (`l`), updated only when the write changes them (`f`: a lease to renew, a status, a
@@ -30,6 +33,7 @@ from . import _sql
 from . import _tables as t
 from ._batch import Batch, Fence
 from ._sql import Params, PgStatement, pg_type
+from .errors import AnswersTaken
 from .records import Write
 
 _HOOK_EVENTS = _sql.WEBHOOK_EVENT_COLUMNS
@@ -61,6 +65,7 @@ _FINISH = tuple((f"fin_{c}", pg_type(_r[c])) for c in _sql.FINISH_COLUMNS)
 class Part:
     """The shape of one statement: which of a batch's parts it holds."""
 
+    answers: bool = False
     creations: bool = False
     inputs_json: bool = False
     fences: bool = False
@@ -76,6 +81,13 @@ class Part:
 def parts(batch: Batch) -> list[Part]:
     """The statements `batch` takes, in order (see the module). Called per commit: plain
     loops, one `Part` per statement."""
+    if batch.creations and batch.answered():
+        return [Part(answers=True), *_writes(batch)]
+    return _writes(batch)
+
+
+def _writes(batch: Batch) -> list[Part]:
+    """The statements of `batch`'s rows, fences and deletions."""
     creations = bool(batch.creations)
     plain = _tables(batch.unowned) if batch.unowned else ()
     inputs_json = creations and sum(len(w.create[1]) for w in batch.creations if w.create) > BULK_INPUTS
@@ -138,6 +150,8 @@ def _deletes_see_rows(fences: Sequence[Fence], writes: Sequence[Write]) -> bool:
 def statement(part: Part) -> PgStatement:
     """The text of `part`'s shape: the same for every batch of that shape (prepared once)."""
     p = Params()
+    if part.answers:
+        return _answers_statement(p)
     ctes: list[str] = []
     selects: list[str] = []
     if part.creations:
@@ -168,6 +182,31 @@ def statement(part: Part) -> PgStatement:
 
 
 _NAMED = frozenset({"r AS ", "w AS ", "l AS ", "f AS "})
+_ANSWERS = ("id", "usr", "call", "by")
+
+
+def _answers_statement(p: Params) -> PgStatement:
+    pr = t.pending_requests.c
+    types = [pg_type(pr.response_id), pg_type(pr.user_id), pg_type(pr.call_id), pg_type(pr.answered_by)]
+    source = p.unnest("answers", _ANSWERS, types, "u")
+    return PgStatement.of(
+        f"UPDATE pending_requests AS p SET status = 'answered', answered_by = u.by\n    FROM {source}\n"
+        "    WHERE p.response_id = u.id AND p.user_id = u.usr AND p.call_id = u.call\n"
+        "    AND p.status = 'pending'\n"
+        "    RETURNING u.by, p.call_id",
+        p,
+    )
+
+
+def answered(batch: Batch, rows: Sequence[Any]) -> AnswersTaken | None:
+    """What the answers statement did not mark (`rows`: those it did), as the failure of the
+    first creation it refused (None: every one marked)."""
+    marked = {(r[0], r[1]) for r in rows}
+    for by, answers in batch.answered():
+        refused = [c for c in answers.call_ids if (by, c) not in marked]
+        if refused:
+            return AnswersTaken(by, refused)
+    return None
 
 
 def _creation_ctes(p: Params, inputs_json: bool) -> list[str]:
@@ -286,6 +325,10 @@ def arguments(part: Part, batch: Batch, lost: set[tuple[str, str]]) -> list[Any]
     thread). `lost`: the pairs an earlier statement of the batch fenced off."""
     st = statement(part)
     values: dict[str, Any] = {}
+    if part.answers:
+        rows = [(a.response_id, a.user_id, c, by) for by, a in batch.answered() for c in a.call_ids]
+        _put(values, "answers", _ANSWERS, rows)
+        return st.bind(values)
     if part.creations:
         _creation_values(values, batch, part.inputs_json)
     for spec in ROW_SPECS:

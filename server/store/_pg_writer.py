@@ -104,6 +104,10 @@ class PgWriter(Writer):
                         else:
                             args = _pg_render.arguments(part, batch, lost)
                         rows = await conn.fetch(*self._prepare(st, args))
+                        if part.answers:
+                            refused = _pg_render.answered(batch, rows)
+                            if refused is not None:
+                                raise refused
                         lost |= _lost(batch, part, rows)
                         if lost and whole:
                             raise LeaseLost(min(lost)[0])

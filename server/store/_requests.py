@@ -1,13 +1,13 @@
 """The store's human-in-the-loop and conversation queries.
 
 Invariant: a pending request is answered by at most one response (all of a reply's calls or
-none), and every read is scoped by `user_id`.
+none: marked in the answering response's creation, `Store.insert_response`), and every read is
+scoped by `user_id`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -21,7 +21,7 @@ from .records import (
 
 
 class RequestsAndConversations(StoreBase):
-    """Pending requests (answer, undo, release) and conversations."""
+    """Pending requests (read, release) and conversations."""
 
     # -- human in the loop --------------------------------------------------------------
 
@@ -31,42 +31,6 @@ class RequestsAndConversations(StoreBase):
         async with self._read() as conn:
             rows = (await conn.execute(q.order_by(c.call_id))).all()
         return [PendingRequestRow(**dict(r._mapping)) for r in rows]
-
-    async def answer_pending(
-        self, response_id: str, user_id: str, call_ids: Sequence[str], answered_by: str
-    ) -> list[str]:
-        """Mark `call_ids` answered, all or none; returns the ids that were not pending."""
-        c = t.pending_requests.c
-        async with self._write() as conn:
-            refused: list[str] = []
-            for call_id in call_ids:
-                res = await conn.execute(
-                    update(t.pending_requests)
-                    .where(
-                        and_(
-                            c.response_id == response_id,
-                            c.user_id == user_id,
-                            c.call_id == call_id,
-                            c.status == "pending",
-                        )
-                    )
-                    .values(status="answered", answered_by=answered_by)
-                )
-                if res.rowcount != 1:
-                    refused.append(call_id)
-            if refused:
-                await conn.rollback()
-        return refused
-
-    async def unanswer_pending(self, response_id: str, answered_by: str) -> None:
-        """Undo `answer_pending` when the answering response could not be created."""
-        c = t.pending_requests.c
-        async with self._write() as conn:
-            await conn.execute(
-                update(t.pending_requests)
-                .where(and_(c.response_id == response_id, c.answered_by == answered_by))
-                .values(status="pending", answered_by=None)
-            )
 
     async def release_answers(self, answered_by: str) -> int:
         """Re-open the requests a response answered, when it ended without completing.

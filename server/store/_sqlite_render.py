@@ -2,7 +2,8 @@
 driver's cursor (`run`). The statements' text comes from the table metadata (`_sql`'s row specs,
 `FINISH_COLUMNS`); single-row parameters are bound by name.
 
-Order: creations, then the fences (a fresh lease only read, in a few statements, `leases_of`;
+Order: creations (and the pending requests they answer: all or, `AnswersTaken`, nothing of the
+transaction), then the fences (a fresh lease only read, in a few statements, `leases_of`;
 a lease to renew or a row to change updated, the terminal transition in the same UPDATE),
 then every kept write's rows, one multi-row INSERT per table and chunk (`insert_rows`), then
 the deletions (which see those rows) and webhook events.
@@ -22,6 +23,7 @@ from typing import Any
 
 from . import _sql
 from ._batch import Batch, Fence
+from .errors import AnswersTaken
 
 # Rows per multi-row INSERT; a batch is split into chunks of 128, 64, ..., 1 rows so each
 # table needs at most 8 statements in the driver's cache (and 128 x 9 columns stays far below
@@ -40,6 +42,10 @@ _FENCE = (
 _END = (
     f"UPDATE responses SET {_FINISH}, journal = COALESCE(:journal, journal), "
     "lease_owner = NULL, lease_expires_at = NULL WHERE id = :id AND lease_owner = :owner"
+)
+_ANSWER = (
+    "UPDATE pending_requests SET status = 'answered', answered_by = :by "
+    "WHERE response_id = :id AND user_id = :user AND call_id = :call AND status = 'pending'"
 )
 _LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
 _JOURNAL_KEEP = "DELETE FROM journal WHERE response_id = :id AND checkpoint_id <> :keep"
@@ -118,6 +124,7 @@ def run(cur: sqlite3.Cursor, batch: Batch) -> set[tuple[str, str]]:
             inputs.extend(_sql.INPUTS.keyed_rows(row.id, input_rows))
         insert_rows(cur, _HEADS["responses"], rows)
         insert_rows(cur, _HEADS["input_items"], inputs)
+        _answer(cur, batch)
     lost = _fence(cur, batch.fences) if batch.fences else set()
     kept = batch.kept(lost)
     every = [*kept, *batch.unowned] if batch.unowned else kept
@@ -128,6 +135,19 @@ def run(cur: sqlite3.Cursor, batch: Batch) -> set[tuple[str, str]]:
             _deletions(cur, f)
     _webhooks(cur, batch, kept)
     return lost
+
+
+def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
+    """Mark the pending requests each creation answers; `AnswersTaken` (the caller rolls the
+    transaction back) if one is no longer pending."""
+    for by, answers in batch.answered():
+        refused = []
+        for call in answers.call_ids:
+            cur.execute(_ANSWER, {"by": by, "id": answers.response_id, "user": answers.user_id, "call": call})
+            if cur.rowcount != 1:
+                refused.append(call)
+        if refused:
+            raise AnswersTaken(by, refused)
 
 
 def _fence(cur: sqlite3.Cursor, fences: Sequence[Fence]) -> set[tuple[str, str]]:

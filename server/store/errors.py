@@ -19,6 +19,7 @@ import ssl
 from enum import StrEnum
 
 __all__ = [
+    "AnswersTaken",
     "DatabaseSetupError",
     "DatabaseUnavailable",
     "DuplicateResponse",
@@ -33,6 +34,16 @@ __all__ = [
 
 class DuplicateResponse(Exception):
     """A response with this id already exists."""
+
+
+class AnswersTaken(Exception):
+    """A creation's answers (`records.Answers`) found a request no longer pending: another
+    response answered it first. The creation committed nothing."""
+
+    def __init__(self, response_id: str, refused: list[str]) -> None:
+        super().__init__(f"the request(s) {', '.join(refused)} were answered by another response")
+        self.response_id = response_id
+        self.refused = refused
 
 
 class LeaseLost(Exception):

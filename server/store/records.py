@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .errors import DuplicateResponse, LeaseLost, SchemaOutOfDate, StoreError
+from .errors import AnswersTaken, DuplicateResponse, LeaseLost, SchemaOutOfDate, StoreError
 
 __all__ = [
     "ABANDONED_STATUSES",
     "ACTIVE_STATUSES",
     "TERMINAL_STATUSES",
+    "Answers",
+    "AnswersTaken",
     "CheckpointRow",
     "DuplicateResponse",
     "EventRow",
@@ -129,6 +131,17 @@ class PendingRequestRow:
 
 
 @dataclass(slots=True, frozen=True)
+class Answers:
+    """The pending requests of `response_id` (of `user_id`) that a creation answers: marked
+    answered by the created response in the creation's own transaction, all of them or, when one
+    is no longer pending, nothing at all (the creation fails with `AnswersTaken`)."""
+
+    response_id: str
+    user_id: str
+    call_ids: tuple[str, ...]
+
+
+@dataclass(slots=True, frozen=True)
 class JournalRow:
     """One record of a response's journal (`_tables.journal`): a model call's updates when its
     stream ended, or a tool call's intent (before it runs) or its result (`state` "done").
@@ -184,6 +197,7 @@ class Write:
     checkpoint: CheckpointRow | None = None
     pending: list[PendingRequestRow] = field(default_factory=list)
     create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
+    answers: Answers | None = None  # a creation's: the pending requests it answers
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
     # The response's token usage so far (its Response `usage` JSON), set when it changed: kept on
     # the response row with the write, so recovery (and a retrieve meanwhile) sees it.

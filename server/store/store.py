@@ -45,6 +45,7 @@ from .ops import OpsStore
 from .outbox import Outbox
 from .records import (
     ACTIVE_STATUSES,
+    Answers,
     EventRow,
     InputItemRow,
     ResponseRow,
@@ -276,11 +277,18 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResponseReads, Resume
     # -- responses ----------------------------------------------------------------------
 
     async def insert_response(
-        self, row: ResponseRow, inputs: Sequence[InputItemRow], events: Sequence[EventRow]
+        self,
+        row: ResponseRow,
+        inputs: Sequence[InputItemRow],
+        events: Sequence[EventRow],
+        *,
+        answers: Answers | None = None,
     ) -> None:
-        """Create a response with its input and first events, group-committed with other writes."""
+        """Create a response with its input and first events, group-committed with other writes;
+        with `answers`, the pending requests it answers are marked in the same transaction (all,
+        or `AnswersTaken` and nothing is created)."""
         await self.outbox.commit_now(
-            Write(response_id=row.id, owner=None, create=(row, list(inputs)), events=list(events))
+            Write(row.id, None, create=(row, list(inputs)), answers=answers, events=list(events))
         )
 
     async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:

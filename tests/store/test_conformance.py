@@ -14,6 +14,8 @@ import time
 import pytest
 
 from durable_responses.store import (
+    Answers,
+    AnswersTaken,
     DuplicateResponse,
     EventRow,
     Finish,
@@ -1042,7 +1044,21 @@ async def test_delete_response_removes_every_row_of_it_only(store: Store) -> Non
 # -- human in the loop -------------------------------------------------------------------
 
 
-async def test_pending_requests_answer_all_or_none(store: Store) -> None:
+async def _answer(
+    store: Store, by: str, calls: list[str], of: str = "resp_1", user: str = "alice"
+) -> list[str]:
+    """Create `by` answering `calls` of `of`; the calls refused ([] when it was created)."""
+    try:
+        await store.insert_response(
+            response(by, user), [], [event(0, "response.created")], answers=Answers(of, user, tuple(calls))
+        )
+    except AnswersTaken as exc:
+        assert exc.response_id == by
+        return exc.refused
+    return []
+
+
+async def test_pending_requests_answer_all_or_none_in_the_creation(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1"), [], [])
     await store.insert_response(owned("resp_m", "p1", user="mallory"), [], [])
     await store.submit(
@@ -1058,30 +1074,57 @@ async def test_pending_requests_answer_all_or_none(store: Store) -> None:
     assert rows[0].checkpoint_id == "cp" and rows[0].user_id == "alice"
     assert await store.pending_requests("resp_1", "mallory") == []
 
-    # One unknown id: nothing is answered.
-    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_x"], "resp_2") == ["call_x"]
+    # One unknown id: nothing is answered, and the answering response is not created.
+    assert await _answer(store, "resp_2", ["call_a", "call_x"]) == ["call_x"]
     assert {r.status for r in await store.pending_requests("resp_1", "alice")} == {"pending"}
+    assert await store.get_response("resp_2", None) is None
+    assert await store.max_event_seq("resp_2") == -1
     # Another user cannot answer them.
-    assert await store.answer_pending("resp_1", "mallory", ["call_a"], "resp_2") == ["call_a"]
+    assert await _answer(store, "resp_2", ["call_a"], user="mallory") == ["call_a"]
+    assert await store.get_response("resp_2", None) is None
 
-    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_b"], "resp_2") == []
+    assert await _answer(store, "resp_2", ["call_a", "call_b"]) == []
+    assert await store.get_response("resp_2", "alice") is not None
     rows = await store.pending_requests("resp_1", "alice")
     assert [(r.call_id, r.status, r.answered_by) for r in rows] == [
         ("call_a", "answered", "resp_2"),
         ("call_b", "answered", "resp_2"),
     ]
-    # A second answer is refused, and leaves the first one's mark.
-    assert await store.answer_pending("resp_1", "alice", ["call_a"], "resp_3") == ["call_a"]
+    # A second answer is refused, creates nothing and leaves the first one's mark.
+    assert await _answer(store, "resp_3", ["call_a"]) == ["call_a"]
+    assert await store.get_response("resp_3", None) is None
     assert {r.answered_by for r in await store.pending_requests("resp_1", "alice")} == {"resp_2"}
-
-    await store.unanswer_pending("resp_1", "resp_other")  # not the answerer: no change
-    assert {r.status for r in await store.pending_requests("resp_1", "alice")} == {"answered"}
-    await store.unanswer_pending("resp_1", "resp_2")
-    rows = await store.pending_requests("resp_1", "alice")
-    assert [(r.status, r.answered_by) for r in rows] == [("pending", None), ("pending", None)]
-    assert await store.answer_pending("resp_1", "alice", ["call_b"], "resp_3") == []
+    # A creation that fails for another reason (its id is taken) answers nothing.
+    await store.release_answers("resp_2")
+    with pytest.raises(DuplicateResponse):
+        await store.insert_response(
+            response("resp_2"), [], [], answers=Answers("resp_1", "alice", ("call_a",))
+        )
+    assert {r.status for r in await store.pending_requests("resp_1", "alice")} == {"pending"}
     # Mallory's request of the same call id is untouched throughout.
     assert [r.status for r in await store.pending_requests("resp_m", "mallory")] == ["pending"]
+
+
+async def test_a_refused_answer_fails_only_its_creation_in_a_batch(store: Store) -> None:
+    await store.insert_response(owned("resp_1", "p1"), [], [])
+    await store.submit(Write("resp_1", "p1", pending=[pending("resp_1", "call_a")]))
+    # Queued together, committed as one batch: the second answer of call_a fails alone.
+    writes = [
+        Write(
+            f"resp_{k}",
+            None,
+            create=(response(f"resp_{k}"), []),
+            answers=Answers("resp_1", "alice", ("call_a",)),
+        )
+        for k in (2, 3)
+    ]
+    writes.append(Write("resp_4", None, create=(response("resp_4"), [])))
+    results = await asyncio.gather(*(store.submit(w) for w in writes), return_exceptions=True)
+    assert results[0] is None and results[2] is None, results
+    assert isinstance(results[1], AnswersTaken) and results[1].refused == ["call_a"], results
+    assert await store.get_response("resp_3", None) is None
+    assert await store.get_response("resp_4", None) is not None
+    assert {r.answered_by for r in await store.pending_requests("resp_1", "alice")} == {"resp_2"}
 
 
 async def test_release_answers_reopens_only_that_responses_answers(store: Store) -> None:
@@ -1091,8 +1134,8 @@ async def test_release_answers_reopens_only_that_responses_answers(store: Store)
         Write("resp_1", "p1", pending=[pending("resp_1", "call_a"), pending("resp_1", "call_b")])
     )
     await store.submit(Write("resp_x", "p1", pending=[pending("resp_x", "call_a")]))
-    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_b"], "resp_2") == []
-    assert await store.answer_pending("resp_x", "alice", ["call_a"], "resp_3") == []
+    assert await _answer(store, "resp_2", ["call_a", "call_b"]) == []
+    assert await _answer(store, "resp_3", ["call_a"], of="resp_x") == []
 
     assert await store.release_answers("resp_2") == 2
     rows = await store.pending_requests("resp_1", "alice")
@@ -1102,7 +1145,7 @@ async def test_release_answers_reopens_only_that_responses_answers(store: Store)
     ]
     assert await store.release_answers("resp_2") == 0
     # The same call can be answered again.
-    assert await store.answer_pending("resp_1", "alice", ["call_a", "call_b"], "resp_4") == []
+    assert await _answer(store, "resp_4", ["call_a", "call_b"]) == []
 
 
 async def test_concurrent_answers_only_one_wins(store_factory: StoreFactory) -> None:
@@ -1110,14 +1153,13 @@ async def test_concurrent_answers_only_one_wins(store_factory: StoreFactory) -> 
     await a.insert_response(owned("resp_1", "p1"), [], [])
     await a.submit(Write("resp_1", "p1", pending=[pending("resp_1", "call_a"), pending("resp_1", "call_b")]))
     results = await asyncio.gather(
-        *(
-            (a if k % 2 else b).answer_pending("resp_1", "alice", ["call_a", "call_b"], f"resp_{k}")
-            for k in range(6)
-        )
+        *(_answer(a if k % 2 else b, f"resp_{k}", ["call_a", "call_b"]) for k in range(2, 8))
     )
-    assert sum(1 for r in results if r == []) == 1
-    winner = f"resp_{results.index([])}"
+    assert sum(1 for r in results if r == []) == 1, results
+    winner = f"resp_{results.index([]) + 2}"
     assert {r.answered_by for r in await a.pending_requests("resp_1", "alice")} == {winner}
+    created = [k for k in range(2, 8) if await a.get_response(f"resp_{k}", None) is not None]
+    assert created == [results.index([]) + 2]
 
 
 # -- conversations -----------------------------------------------------------------------
