@@ -17,7 +17,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import uvicorn
@@ -54,9 +54,12 @@ class InProcessServer:
         delivery: str = "live",
         env: Mapping[str, str] | None = None,
         port: int | None = None,
+        wrap: Callable[[Service], Any] | None = None,
     ) -> None:
         self.database_url = database_url
         self.app = app
+        # The ASGI app uvicorn serves, given the built service (default: its own app).
+        self._wrap = wrap
         self.port = port or free_port()
         environ = {**TEST_ENV, **(env or {})}
         environ.update(
@@ -88,7 +91,7 @@ class InProcessServer:
     def start(self, timeout: float = 30) -> InProcessServer:
         self.service = build(self.settings)
         config = uvicorn.Config(
-            self.service.app,
+            self._wrap(self.service) if self._wrap is not None else self.service.app,
             host="127.0.0.1",
             port=self.port,
             log_level="warning",
