@@ -11,8 +11,9 @@ added by hand until a turn takes them, then as that turn's input.
 Invariants:
 - Tenants are walls: every call is scoped by the caller's user id; another user's
   conversation, a deleted one or an unknown one is a 404.
-- An item added by hand is taken by one stored turn (`take`); a turn that is not created
-  gives it back (`give_back`). A `store=false` turn sees the items and takes none.
+- An item added by hand is taken by one stored turn: `take` reads it, the turn's creation
+  claims it in its own write (all its items, or the creation fails: nothing to give back). A
+  `store=false` turn sees the items and takes none.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..protocol.conversations import (
 )
 from ..protocol.request import CreateRequest
 from ..protocol.sse import dumps
-from ..store import AddedItem, ConversationRow, Store
+from ..store import AddedItem, Claims, ConversationRow, Store
 from .continuation import Continuations
 
 
@@ -125,23 +126,22 @@ class ConversationService:
 
     # -- a turn -------------------------------------------------------------------------
 
-    async def take(self, user_id: str, req: CreateRequest, response_id: str) -> list[dict[str, Any]]:
+    async def take(self, user_id: str, req: CreateRequest) -> tuple[list[dict[str, Any]], Claims | None]:
         """The items added by hand that a new turn of `req.conversation_id` starts its input
-        with (a stored turn takes them; first use creates a conversation the server did not)."""
+        with, and (a stored turn) the claims its creation's own write takes them with (first use
+        creates a conversation the server did not)."""
         conv = req.conversation_id
         if conv is None:
-            return []
+            return [], None
         if req.store:
             if not await self._conversations.ensure(user_id, conv):
                 raise _not_found(conv)
-            added = await self._conversations.claim(user_id, conv, response_id)
         else:
             row = await self._conversations.get(user_id, conv, deleted=True)
             if row is not None and row.deleted_at is not None:
                 raise _not_found(conv)
-            added = await self._conversations.unclaimed(user_id, conv)
-        return [json.loads(a.data) for a in added]
-
-    async def give_back(self, response_id: str) -> None:
-        """The turn that took items was not created: they wait for the next one."""
-        await self._conversations.unclaim(response_id)
+        added = await self._conversations.unclaimed(user_id, conv)
+        if not added:
+            return [], None
+        seqs = tuple(a.seq for a in added if a.seq is not None)
+        return [json.loads(a.data) for a in added], Claims(user_id, conv, seqs) if req.store else None

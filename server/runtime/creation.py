@@ -17,25 +17,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..observability import metrics
 from ..protocol import errors
 from ..protocol import events as ev
-from ..protocol.ids import input_item_id, new_response_id
+from ..protocol.ids import new_response_id
 from ..protocol.request import CreateRequest
 from ..protocol.response import build_response
 from ..protocol.sse import dumps
 from ..store import (
     Answers,
     AnswersTaken,
+    Claims,
     DuplicateResponse,
     EventRow,
-    InputItemRow,
+    ItemsTaken,
     ResponseRow,
     Store,
     Subscription,
@@ -49,6 +48,7 @@ from .registry import RunRegistry
 from .run import ResponseRun
 from .run_options import applied
 from .settings import RuntimeSettings
+from .stored_request import Encoded, encode, stored, with_added
 from .turn_facts import Followed, Turn
 from .turns import Turns, strategy_of
 from .versions import changes
@@ -72,10 +72,6 @@ class Created:
     memory: MemorySink | None = field(default=None, repr=False)
     # The creator's stream: watching since before the creation committed (see `Relay`).
     subscription: Subscription | None = field(default=None, repr=False)
-
-
-def _hash_of(request_json: str) -> str:
-    return hashlib.sha256(request_json.encode()).hexdigest()
 
 
 class Creator:
@@ -121,7 +117,7 @@ class Creator:
         req = applied(req, lane.app.reach)
         rid = response_id or new_response_id()
         # Ids, stored form and hash: ~10 us per input item, in a worker thread for a large input.
-        encoded = await for_input(len(req.input_items), _encode_sync, req, rid)
+        encoded = await for_input(len(req.input_items), encode, req, rid)
         if response_id is not None and req.store:
             existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
             if existing is not None:
@@ -131,32 +127,19 @@ class Creator:
         cleared, followed = await self.turns.clear(user_id, req, strategy)
         if cleared is not req:
             # Re-pointed past a rolled-back turn: stored so (recovery reads it); a retry is
-            # still the client's request.
-            req = cleared
-            encoded = dataclasses.replace(
-                await for_input(len(req.input_items), _encode_sync, req, rid),
-                request_hash=encoded.request_hash,
-            )
+            # still the client's request. Its input items keep their ids and their JSON.
+            req = dataclasses.replace(cleared, input_items=encoded.request.input_items)
+            encoded = await for_input(len(req.input_items), stored, req, encoded.items, encoded.request_hash)
         # Items added to the conversation by hand since its last turn begin this turn's input.
-        added = await self.conversations.take(user_id, req, rid)
-        if not added:
-            return await self._create(lane, user_id, rid, encoded, followed)
-        client_hash = encoded.request_hash  # a retry is the same request without them
-        req = dataclasses.replace(encoded.request, input_items=[*added, *encoded.request.input_items])
-        encoded = dataclasses.replace(
-            await for_input(len(req.input_items), _encode_sync, req, rid), request_hash=client_hash
-        )
-        created = False
-        try:
-            result = await self._create(lane, user_id, rid, encoded, followed)
-            created = True
-            return result
-        finally:
-            if not created and req.store:
-                await self.conversations.give_back(rid)
+        # (Claimed in the creation's own write: nothing to give back if it fails.)
+        added, claims = await self.conversations.take(user_id, req)
+        if added:
+            # A retry is the same request without them: the client's hash stays.
+            encoded = await for_input(len(added) + len(req.input_items), with_added, encoded, added, rid)
+        return await self._create(lane, user_id, rid, encoded, followed, claims)
 
     async def _create(
-        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, followed: Followed
+        self, lane: Lane, user_id: str, rid: str, encoded: Encoded, followed: Followed, claims: Claims | None
     ) -> Created:
         """Prepare the turn (its facts read once, 4xx for what its run would refuse), plan its
         run, then create it: nothing is written before the plan stands."""
@@ -175,14 +158,15 @@ class Creator:
         plan = await continuations.plan_for(user_id, req, rid, turn)
         if not req.store:
             return self._create_in_memory(lane, user_id, req, rid, plan)
-        answers = continuations.answers(user_id, req, turn)
-        return await self._insert(lane, user_id, rid, encoded, plan, answers)
+        takes = _Takes(continuations.answers(user_id, req, turn), claims)
+        return await self._insert(lane, user_id, rid, encoded, plan, takes)
 
     async def _insert(
-        self, lane: Lane, user_id: str, rid: str, encoded: _Encoded, plan: RunPlan, answers: Answers | None
+        self, lane: Lane, user_id: str, rid: str, encoded: Encoded, plan: RunPlan, takes: _Takes
     ) -> Created:
         """Commit the response (row, input, first events, lease, the pending requests it
-        answers: one transaction, nothing to undo if it fails) and launch its run."""
+        answers, the items added by hand it takes: one transaction, nothing to undo if it
+        fails) and launch its run."""
         req, launcher, now = encoded.request, lane.launcher, time.time()
         trace, trace_context = launcher.telemetry.first_life(
             rid, delivery=self.settings.delivery.value, background=req.background
@@ -193,7 +177,9 @@ class Creator:
         sub = self.store.notifier.subscribe(rid) if req.stream else None
         try:
             with trace.committing("create"):
-                await self.store.insert_response(row, encoded.input_rows, events, answers=answers)
+                await self.store.insert_response(
+                    row, encoded.input_rows, events, answers=takes.answers, claims=takes.claims
+                )
         except BaseException as exc:
             trace.close(None)
             if sub is not None:
@@ -229,7 +215,7 @@ class Creator:
         user_id: str,
         req: CreateRequest,
         rid: str,
-        encoded: _Encoded,
+        encoded: Encoded,
         now: float,
         trace_context: str | None,
     ) -> tuple[ResponseRow, list[EventRow]]:
@@ -328,35 +314,12 @@ class Creator:
 
 
 @dataclass(frozen=True)
-class _Encoded:
-    """A create request as stored: input item ids assigned, its JSON, hash and input rows."""
+class _Takes:
+    """What a creation's own write takes besides its rows: the pending requests it answers, the
+    items added by hand it claims."""
 
-    request: CreateRequest
-    request_json: str
-    request_hash: str
-    input_rows: list[InputItemRow]
-
-
-def _encode_sync(req: CreateRequest, rid: str) -> _Encoded:
-    inputs = _ids(req, rid)
-    encoded = _with_inputs(req, inputs)
-    if not req.store:
-        return _Encoded(encoded, "", "", [])  # never stored: only its ids are needed
-    request_json = encoded.to_json()
-    rows = [InputItemRow(i, item["id"], dumps(item)) for i, item in enumerate(inputs)]
-    return _Encoded(encoded, request_json, _hash_of(request_json), rows)
-
-
-def _ids(req: CreateRequest, rid: str) -> list[dict[str, Any]]:
-    inputs = [dict(item) for item in req.input_items]
-    for pos, item in enumerate(inputs):
-        if not item.get("id"):
-            item["id"] = input_item_id(rid, pos)
-    return inputs
-
-
-def _with_inputs(req: CreateRequest, inputs: list[dict[str, Any]]) -> CreateRequest:
-    return dataclasses.replace(req, input_items=inputs)
+    answers: Answers | None
+    claims: Claims | None
 
 
 def _refusal(exc: BaseException, rid: str) -> errors.ProtocolError | None:
@@ -366,6 +329,11 @@ def _refusal(exc: BaseException, rid: str) -> errors.ProtocolError | None:
             f"The request(s) {', '.join(exc.refused)} were answered concurrently by another response.",
             code="call_already_answered",
             param="input",
+        )
+    if isinstance(exc, ItemsTaken):
+        return errors.conflict(
+            "Another turn of this conversation took the items added to it meanwhile; retry the request.",
+            code="conversation_busy",
         )
     if isinstance(exc, DuplicateResponse):
         return errors.conflict(f"A response with id '{rid}' already exists.", code="duplicate_response_id")

@@ -4,8 +4,9 @@ into statements; nothing else decides how a write is committed.
 
 The form:
 - `creations`: the writes that insert their response (its row and input items) first, and mark
-  the pending requests each answers (`answered`: all of a creation's or, when one is no longer
-  pending, the renderer raises `AnswersTaken` and the transaction commits nothing);
+  the pending requests each answers and the items added by hand each claims (`answered`,
+  `claimed`: all of a creation's or, when one was taken meanwhile, the renderer raises
+  `AnswersTaken` / `ItemsTaken` and the transaction commits nothing);
 - `fences`: one per (response, owner), in response id order (the order every transaction of
   ours locks response rows in, so two of them cannot deadlock): the lease to check or renew,
   and the response row's changes (status, usage, journal counts, the terminal transition)
@@ -29,7 +30,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 
-from .records import Answers, Finish, Write
+from .records import Answers, Claims, Finish, Write
 
 # A write renews its lease only once less than this share of the lease is left (unless it
 # names its `lease_until`, or changes the row anyway): the LeaseKeeper renews every third of it,
@@ -43,7 +44,7 @@ RENEW_BELOW_SHARE = 2 / 3
 WRITE_FIELDS = frozenset(
     {
         *("response_id", "owner", "events", "items", "checkpoint", "pending", "create", "answers"),
-        *("status",),
+        *("claims", "status"),
         *("usage", "finish", "prune", "lease_until", "webhooks", "journal", "journal_keep"),
         *("journal_clear", "journal_stats", "urgent", "future"),
     }
@@ -98,8 +99,8 @@ class Batch:
         for w in writes:
             if w.create is not None:
                 batch.creations.append(w)
-            elif w.answers is not None:
-                raise ValueError(f"a write of {w.response_id} answers requests without creating it")
+            elif w.answers is not None or w.claims is not None:
+                raise ValueError(f"a write of {w.response_id} answers or claims without creating it")
             if w.owner is None:
                 _check_unowned(w)
                 batch.unowned.append(w)
@@ -128,6 +129,10 @@ class Batch:
     def answered(self) -> list[tuple[str, Answers]]:
         """(answering response, its answers) of each creation that answers pending requests."""
         return [(w.response_id, w.answers) for w in self.creations if w.answers is not None]
+
+    def claimed(self) -> list[tuple[str, Claims]]:
+        """(claiming response, its claims) of each creation that takes items added by hand."""
+        return [(w.response_id, w.claims) for w in self.creations if w.claims is not None]
 
     def created_ids(self) -> set[str]:
         return {w.response_id for w in self.creations}

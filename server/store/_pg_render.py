@@ -6,9 +6,9 @@ on the batch's shape (`Part`: which of its parts it holds), so a live stream's c
 one prepared statement, and a superstep, a creation and an end are each one round trip.
 
 Statements (`parts`), in this order where the batch needs them:
-- the pending requests the batch's creations answer (`answers`): marked answered, the ones
-  marked returned; the writer raises `AnswersTaken` when one was no longer pending (its
-  transaction commits nothing);
+- the pending requests the batch's creations answer (`answers`) and the items added by hand
+  they claim (`claims`): marked, the ones marked returned; the writer raises `AnswersTaken` /
+  `ItemsTaken` when one was taken meanwhile (its transaction commits nothing);
 - creations (response rows, input items) and unowned rows;
 - fences and owned rows: the response rows are locked where their owner holds them, in id
   order (`l`), updated only when the write changes them (`f`: a lease to renew, a status, a
@@ -29,11 +29,10 @@ from typing import Any
 
 import orjson
 
-from . import _sql
+from . import _pg_takes, _sql
 from . import _tables as t
 from ._batch import Batch, Fence
 from ._sql import Params, PgStatement, pg_type
-from .errors import AnswersTaken
 from .records import Write
 
 _HOOK_EVENTS = _sql.WEBHOOK_EVENT_COLUMNS
@@ -66,6 +65,7 @@ class Part:
     """The shape of one statement: which of a batch's parts it holds."""
 
     answers: bool = False
+    claims: bool = False
     creations: bool = False
     inputs_json: bool = False
     fences: bool = False
@@ -81,9 +81,12 @@ class Part:
 def parts(batch: Batch) -> list[Part]:
     """The statements `batch` takes, in order (see the module). Called per commit: plain
     loops, one `Part` per statement."""
-    if batch.creations and batch.answered():
-        return [Part(answers=True), *_writes(batch)]
-    return _writes(batch)
+    if not batch.creations:
+        return _writes(batch)
+    takes = [Part(answers=True)] if batch.answered() else []
+    if batch.claimed():
+        takes.append(Part(claims=True))
+    return [*takes, *_writes(batch)] if takes else _writes(batch)
 
 
 def _writes(batch: Batch) -> list[Part]:
@@ -150,8 +153,8 @@ def _deletes_see_rows(fences: Sequence[Fence], writes: Sequence[Write]) -> bool:
 def statement(part: Part) -> PgStatement:
     """The text of `part`'s shape: the same for every batch of that shape (prepared once)."""
     p = Params()
-    if part.answers:
-        return _answers_statement(p)
+    if part.answers or part.claims:
+        return _pg_takes.statement(part.answers)
     ctes: list[str] = []
     selects: list[str] = []
     if part.creations:
@@ -182,31 +185,6 @@ def statement(part: Part) -> PgStatement:
 
 
 _NAMED = frozenset({"r AS ", "w AS ", "l AS ", "f AS "})
-_ANSWERS = ("id", "usr", "call", "by")
-
-
-def _answers_statement(p: Params) -> PgStatement:
-    pr = t.pending_requests.c
-    types = [pg_type(pr.response_id), pg_type(pr.user_id), pg_type(pr.call_id), pg_type(pr.answered_by)]
-    source = p.unnest("answers", _ANSWERS, types, "u")
-    return PgStatement.of(
-        f"UPDATE pending_requests AS p SET status = 'answered', answered_by = u.by\n    FROM {source}\n"
-        "    WHERE p.response_id = u.id AND p.user_id = u.usr AND p.call_id = u.call\n"
-        "    AND p.status = 'pending'\n"
-        "    RETURNING u.by, p.call_id",
-        p,
-    )
-
-
-def answered(batch: Batch, rows: Sequence[Any]) -> AnswersTaken | None:
-    """What the answers statement did not mark (`rows`: those it did), as the failure of the
-    first creation it refused (None: every one marked)."""
-    marked = {(r[0], r[1]) for r in rows}
-    for by, answers in batch.answered():
-        refused = [c for c in answers.call_ids if (by, c) not in marked]
-        if refused:
-            return AnswersTaken(by, refused)
-    return None
 
 
 def _creation_ctes(p: Params, inputs_json: bool) -> list[str]:
@@ -325,10 +303,8 @@ def arguments(part: Part, batch: Batch, lost: set[tuple[str, str]]) -> list[Any]
     thread). `lost`: the pairs an earlier statement of the batch fenced off."""
     st = statement(part)
     values: dict[str, Any] = {}
-    if part.answers:
-        rows = [(a.response_id, a.user_id, c, by) for by, a in batch.answered() for c in a.call_ids]
-        _put(values, "answers", _ANSWERS, rows)
-        return st.bind(values)
+    if part.answers or part.claims:
+        return _pg_takes.arguments(part.answers, batch)
     if part.creations:
         _creation_values(values, batch, part.inputs_json)
     for spec in ROW_SPECS:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from . import _pg_render, _sql
+from . import _pg_render, _pg_takes, _sql
 from ._batch import Batch
 from ._in_doubt import READ_BACK, Lookup
 from ._writer import Fenced, Writer
@@ -104,8 +104,8 @@ class PgWriter(Writer):
                         else:
                             args = _pg_render.arguments(part, batch, lost)
                         rows = await conn.fetch(*self._prepare(st, args))
-                        if part.answers:
-                            refused = _pg_render.answered(batch, rows)
+                        if part.answers or part.claims:
+                            refused = _pg_takes.taken(part.answers, batch, rows)
                             if refused is not None:
                                 raise refused
                         lost |= _lost(batch, part, rows)

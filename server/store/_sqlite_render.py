@@ -2,11 +2,12 @@
 driver's cursor (`run`). The statements' text comes from the table metadata (`_sql`'s row specs,
 `FINISH_COLUMNS`); single-row parameters are bound by name.
 
-Order: creations (and the pending requests they answer: all or, `AnswersTaken`, nothing of the
-transaction), then the fences (a fresh lease only read, in a few statements, `leases_of`;
-a lease to renew or a row to change updated, the terminal transition in the same UPDATE),
-then every kept write's rows, one multi-row INSERT per table and chunk (`insert_rows`), then
-the deletions (which see those rows) and webhook events.
+Order: creations (and the pending requests they answer, the items added by hand they claim:
+all or, `AnswersTaken` / `ItemsTaken`, nothing of the transaction), then the fences (a fresh
+lease only read, in a few statements, `leases_of`; a lease to renew or a row to change updated,
+the terminal transition in the same UPDATE), then every kept write's rows, one multi-row INSERT
+per table and chunk (`insert_rows`), then the deletions (which see those rows) and webhook
+events.
 
 Rows go as multi-row INSERTs with fixed SQL: `executemany` steps the statement once per row and
 releases the GIL around every step; while the event loop's thread runs Python (an agent's burst)
@@ -23,7 +24,8 @@ from typing import Any
 
 from . import _sql
 from ._batch import Batch, Fence
-from .errors import AnswersTaken
+from .errors import AnswersTaken, ItemsTaken
+from .records import STALE_CLAIM_SECONDS
 
 # Rows per multi-row INSERT; a batch is split into chunks of 128, 64, ..., 1 rows so each
 # table needs at most 8 statements in the driver's cache (and 128 x 9 columns stays far below
@@ -46,6 +48,12 @@ _END = (
 _ANSWER = (
     "UPDATE pending_requests SET status = 'answered', answered_by = :by "
     "WHERE response_id = :id AND user_id = :user AND call_id = :call AND status = 'pending'"
+)
+_CLAIM = (
+    "UPDATE conversation_items SET response_id = :by, claimed_at = :now "
+    "WHERE seq = :seq AND user_id = :user AND conversation_id = :conv AND (response_id IS NULL "
+    "OR (claimed_at < :stale AND NOT EXISTS (SELECT 1 FROM responses WHERE responses.id = "
+    "conversation_items.response_id)))"
 )
 _LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
 _JOURNAL_KEEP = "DELETE FROM journal WHERE response_id = :id AND checkpoint_id <> :keep"
@@ -138,8 +146,8 @@ def run(cur: sqlite3.Cursor, batch: Batch) -> set[tuple[str, str]]:
 
 
 def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
-    """Mark the pending requests each creation answers; `AnswersTaken` (the caller rolls the
-    transaction back) if one is no longer pending."""
+    """Mark the pending requests each creation answers and the items added by hand it claims;
+    `AnswersTaken` / `ItemsTaken` (the caller rolls the transaction back) if one was taken."""
     for by, answers in batch.answered():
         refused = []
         for call in answers.call_ids:
@@ -148,6 +156,13 @@ def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
                 refused.append(call)
         if refused:
             raise AnswersTaken(by, refused)
+    stale = batch.now - STALE_CLAIM_SECONDS
+    for by, claims in batch.claimed():
+        for seq in claims.seqs:
+            params = {"by": by, "now": batch.now, "stale": stale, "seq": seq}
+            cur.execute(_CLAIM, {**params, "user": claims.user_id, "conv": claims.conversation_id})
+            if cur.rowcount != 1:
+                raise ItemsTaken(by)
 
 
 def _fence(cur: sqlite3.Cursor, fences: Sequence[Fence]) -> set[tuple[str, str]]:

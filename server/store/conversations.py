@@ -3,17 +3,18 @@
 Job: what the Conversations API reads and writes. A conversation's items are not copied: its
 turns' input and output items are the rows of its responses (`input_items`, `output_items`),
 and only what was added by hand lives here (`conversation_items`) until a turn takes it as its
-input (`claim`): from then on it is that turn's input, stored with the turn.
+input (its creation's claims): from then on it is that turn's input, stored with the turn.
 
 Invariants:
 - Every read and write is scoped by `user_id`: another user's conversation reads as absent.
 - The item list is one order, the same for every page: the turns in creation order (each its
   input items, then its output items kept in the output), then the items added by hand since
   the last turn, by `seq`. An item deleted from the list (`hide`) is left out of every page.
-- An item added by hand is taken by exactly one turn: `claim` marks it with the response id in
-  one transaction; a claim whose response was never committed (the process died between the
-  two) is taken again once it is `STALE_CLAIM_SECONDS` old, and until then the item is listed
-  as added by hand (it is in no turn yet).
+- An item added by hand is taken by exactly one turn: the turn's creation marks it with the
+  response id in the transaction that inserts the response (`records.Claims`), or, when another
+  turn took it meanwhile, commits nothing. A claim whose response does not exist (made before
+  claims committed with their creation) is taken again once it is `STALE_CLAIM_SECONDS` old,
+  and until then the item is listed as added by hand (it is in no turn yet).
 - A deleted conversation keeps its row (`deleted_at`): its id is never created again by use.
 """
 
@@ -46,10 +47,9 @@ from sqlalchemy.sql import Select
 
 from . import _tables as t
 from ._base import StoreBase
-from ._engine import POSTGRESQL, Database
+from ._engine import Database
+from .records import STALE_CLAIM_SECONDS
 
-# A claim older than this whose response does not exist was never committed: free again.
-STALE_CLAIM_SECONDS = 60.0
 # Sorts the items added by hand after every turn (a created_at no turn will reach).
 _AFTER_TURNS = 1e300
 
@@ -65,10 +65,11 @@ class ConversationRow:
 
 @dataclass(slots=True, frozen=True)
 class AddedItem:
-    """An item added by hand: its id and stored JSON."""
+    """An item added by hand: its id and stored JSON (and its `seq`, once stored)."""
 
     item_id: str
     data: str
+    seq: int | None = None
 
 
 _c = t.conversations.c
@@ -194,44 +195,15 @@ class ConversationStore(StoreBase):
         )
 
     async def unclaimed(self, user_id: str, conversation_id: str) -> list[AddedItem]:
-        """The items added by hand that no turn has taken yet, in order (read only)."""
+        """The items added by hand that no turn has taken yet, in order (read only): a stored
+        turn takes them in its creation's own write (`records.Claims`)."""
         q = (
-            select(_a.item_id, _a.data)
+            select(_a.item_id, _a.data, _a.seq)
             .where(self._free(user_id, conversation_id, time.time()))
             .order_by(_a.seq)
         )
         async with self._read() as conn:
-            return [AddedItem(r[0], r[1]) for r in (await conn.execute(q)).all()]
-
-    async def claim(self, user_id: str, conversation_id: str, response_id: str) -> list[AddedItem]:
-        """Take the items no turn has taken yet as `response_id`'s input (in order)."""
-        now = time.time()
-        pick = (
-            select(_a.seq, _a.item_id, _a.data)
-            .where(self._free(user_id, conversation_id, now))
-            .order_by(_a.seq)
-        )
-        if self._db.dialect == POSTGRESQL:
-            pick = pick.with_for_update(of=t.conversation_items, skip_locked=True)
-        async with self._write() as conn:
-            rows = (await conn.execute(pick)).all()
-            if not rows:
-                return []
-            await conn.execute(
-                update(t.conversation_items)
-                .where(_a.seq.in_([r[0] for r in rows]))
-                .values(response_id=response_id, claimed_at=now)
-            )
-        return [AddedItem(r[1], r[2]) for r in rows]
-
-    async def unclaim(self, response_id: str) -> None:
-        """Give back what `claim` took when the response could not be created."""
-        async with self._write() as conn:
-            await conn.execute(
-                update(t.conversation_items)
-                .where(_a.response_id == response_id)
-                .values(response_id=None, claimed_at=None)
-            )
+            return [AddedItem(r[0], r[1], r[2]) for r in (await conn.execute(q)).all()]
 
     # -- the item list ------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ __all__ = [
     "DatabaseSetupError",
     "DatabaseUnavailable",
     "DuplicateResponse",
+    "ItemsTaken",
     "LeaseLost",
     "SchemaOutOfDate",
     "StoreError",
@@ -44,6 +45,15 @@ class AnswersTaken(Exception):
         super().__init__(f"the request(s) {', '.join(refused)} were answered by another response")
         self.response_id = response_id
         self.refused = refused
+
+
+class ItemsTaken(Exception):
+    """A creation's claims (`records.Claims`) found an item added by hand that another turn
+    took meanwhile. The creation committed nothing."""
+
+    def __init__(self, response_id: str) -> None:
+        super().__init__(f"items added by hand that {response_id} claims were taken by another turn")
+        self.response_id = response_id
 
 
 class LeaseLost(Exception):

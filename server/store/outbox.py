@@ -35,7 +35,15 @@ from ._pg_writer import PgWriter
 from ._sequences import Sequences
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
-from .errors import AnswersTaken, DuplicateResponse, LeaseLost, StoreError, classify, integrity_violation
+from .errors import (
+    AnswersTaken,
+    DuplicateResponse,
+    ItemsTaken,
+    LeaseLost,
+    StoreError,
+    classify,
+    integrity_violation,
+)
 from .health import Op
 from .notify import Notifier
 from .records import Write
@@ -338,7 +346,7 @@ class Outbox:
                 metrics.database_error(unavailable.reason.value)
             self._db.failed(unavailable, Op.WRITE)
             exc = unavailable
-        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse | AnswersTaken):
+        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse | AnswersTaken | ItemsTaken):
             log.error("outbox commit failed: %s", exc)
             exc = StoreError(f"could not commit to the database: {exc}")
         self.stats.failed_writes += len(writes)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .errors import AnswersTaken, DuplicateResponse, LeaseLost, SchemaOutOfDate, StoreError
+from .errors import AnswersTaken, DuplicateResponse, ItemsTaken, LeaseLost, SchemaOutOfDate, StoreError
 
 __all__ = [
     "ABANDONED_STATUSES",
@@ -20,10 +20,12 @@ __all__ = [
     "Answers",
     "AnswersTaken",
     "CheckpointRow",
+    "Claims",
     "DuplicateResponse",
     "EventRow",
     "Finish",
     "InputItemRow",
+    "ItemsTaken",
     "JournalRow",
     "LeaseLost",
     "OutputItemRow",
@@ -33,6 +35,10 @@ __all__ = [
     "StoreError",
     "Write",
 ]
+
+# A claim of an item added by hand older than this whose response does not exist was never
+# committed: the item is free again (claims made before a creation carried its own, `Claims`).
+STALE_CLAIM_SECONDS = 60.0
 
 ACTIVE_STATUSES = ("queued", "in_progress")
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "incomplete")
@@ -142,6 +148,18 @@ class Answers:
 
 
 @dataclass(slots=True, frozen=True)
+class Claims:
+    """The items added by hand to `conversation_id` (of `user_id`), by `seq`, that a creation
+    takes as the start of its input: marked taken by the created response in the creation's own
+    transaction, all of them or, when another turn took one meanwhile, nothing at all (the
+    creation fails with `ItemsTaken`)."""
+
+    user_id: str
+    conversation_id: str
+    seqs: tuple[int, ...]
+
+
+@dataclass(slots=True, frozen=True)
 class JournalRow:
     """One record of a response's journal (`_tables.journal`): a model call's updates when its
     stream ended, or a tool call's intent (before it runs) or its result (`state` "done").
@@ -198,6 +216,7 @@ class Write:
     pending: list[PendingRequestRow] = field(default_factory=list)
     create: tuple[ResponseRow, list[InputItemRow]] | None = None  # insert the response first
     answers: Answers | None = None  # a creation's: the pending requests it answers
+    claims: Claims | None = None  # a creation's: the items added by hand it takes
     status: str | None = None  # a non-terminal status change (queued -> in_progress)
     # The response's token usage so far (its Response `usage` JSON), set when it changed: kept on
     # the response row with the write, so recovery (and a retrieve meanwhile) sees it.

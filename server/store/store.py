@@ -46,6 +46,7 @@ from .outbox import Outbox
 from .records import (
     ACTIVE_STATUSES,
     Answers,
+    Claims,
     EventRow,
     InputItemRow,
     ResponseRow,
@@ -283,12 +284,15 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResponseReads, Resume
         events: Sequence[EventRow],
         *,
         answers: Answers | None = None,
+        claims: Claims | None = None,
     ) -> None:
         """Create a response with its input and first events, group-committed with other writes;
-        with `answers`, the pending requests it answers are marked in the same transaction (all,
-        or `AnswersTaken` and nothing is created)."""
+        the pending requests it answers (`answers`) and the items added by hand it takes
+        (`claims`) are marked in the same transaction: all, or `AnswersTaken` / `ItemsTaken`
+        and nothing is created."""
+        created = (row, list(inputs))
         await self.outbox.commit_now(
-            Write(row.id, None, create=(row, list(inputs)), answers=answers, events=list(events))
+            Write(row.id, None, list(events), create=created, answers=answers, claims=claims)
         )
 
     async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:

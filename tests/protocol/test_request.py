@@ -9,7 +9,13 @@ import pytest
 from schema_validator import validate_item
 
 from durable_responses.protocol import ProtocolError
-from durable_responses.protocol.request import KNOWN_PARAMETERS, CreateRequest, parse_create_request
+from durable_responses.protocol.request import (
+    KNOWN_PARAMETERS,
+    CreateRequest,
+    encode_items,
+    parse_create_request,
+)
+from durable_responses.protocol.sse import dumps
 
 USER_HI = {
     "type": "message",
@@ -545,3 +551,31 @@ def test_input_required_message() -> None:
 def test_big_input_string_refused_not_truncated() -> None:
     err = _bad({"input": BIG})
     assert err.code == "string_above_max_length"
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [],
+        [{"id": "msg_1", "type": "message", "role": "user", "content": 'héllo \u2028 "q" \\ 😀'}],
+        [
+            {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+            {"id": "x", "type": "function_call_output", "call_id": "c", "output": [1.5, -0.0, 1e300, None]},
+        ],
+    ],
+)
+def test_stored_form_with_items_encoded_once_is_the_same_text(items: list[dict[str, Any]]) -> None:
+    req = dataclasses.replace(
+        parse_create_request({"input": "x", "metadata": {"k": "v"}, "temperature": 0.5}), input_items=items
+    )
+    encoded = encode_items(items)
+    assert encoded is not None
+    assert req.to_json(encoded) == req.to_json()
+    assert [e.decode() for e in encoded] == [dumps(i) for i in items]
+
+
+def test_an_item_orjson_refuses_is_encoded_whole() -> None:
+    items = [{"id": "m", "type": "message", "role": "user", "content": "x", "n": 2**70}]
+    assert encode_items(items) is None
+    req = dataclasses.replace(parse_create_request({"input": "x"}), input_items=items)
+    assert json.loads(req.to_json())["input_items"][0]["n"] == 2**70

@@ -12,13 +12,17 @@ import json
 import time
 
 import pytest
+from sqlalchemy import update
 
 from durable_responses.store import (
+    AddedItem,
     Answers,
     AnswersTaken,
+    Claims,
     DuplicateResponse,
     EventRow,
     Finish,
+    ItemsTaken,
     LeaseLost,
     Notifier,
     Store,
@@ -1160,6 +1164,53 @@ async def test_concurrent_answers_only_one_wins(store_factory: StoreFactory) -> 
     assert {r.answered_by for r in await a.pending_requests("resp_1", "alice")} == {winner}
     created = [k for k in range(2, 8) if await a.get_response(f"resp_{k}", None) is not None]
     assert created == [results.index([]) + 2]
+
+
+async def test_items_added_by_hand_are_claimed_in_the_creation_all_or_none(store: Store) -> None:
+    await store.conversations.create(
+        "alice", "conv_1", "{}", [AddedItem("msg_a", "{}"), AddedItem("msg_b", "{}")]
+    )
+    free = await store.conversations.unclaimed("alice", "conv_1")
+    assert [a.item_id for a in free] == ["msg_a", "msg_b"]
+    seqs = tuple(a.seq for a in free if a.seq is not None)
+    assert len(seqs) == 2
+
+    async def create(rid: str, claimed: tuple[int, ...], user: str = "alice") -> bool:
+        try:
+            await store.insert_response(response(rid, user), [], [], claims=Claims(user, "conv_1", claimed))
+        except ItemsTaken as exc:
+            assert exc.response_id == rid
+            return False
+        return True
+
+    # Another user's claim of the same items takes nothing and creates nothing.
+    assert not await create("resp_m", seqs, user="mallory")
+    assert await store.get_response("resp_m", None) is None
+    assert await create("resp_1", seqs)
+    assert await store.conversations.unclaimed("alice", "conv_1") == []
+    assert await count(store, t.conversation_items, response_id="resp_1") == 2
+    # Taken: a second claim of one of them fails whole, its response is not created.
+    assert not await create("resp_2", seqs[1:])
+    assert await store.get_response("resp_2", None) is None
+    assert await count(store, t.conversation_items, response_id="resp_1") == 2
+    # A creation that fails for another reason (its id is taken) claims nothing.
+    await store.conversations.add_items("alice", "conv_1", [AddedItem("msg_c", "{}")])
+    [c] = await store.conversations.unclaimed("alice", "conv_1")
+    with pytest.raises(DuplicateResponse):
+        await create("resp_1", (c.seq or 0,))
+    assert [a.item_id for a in await store.conversations.unclaimed("alice", "conv_1")] == ["msg_c"]
+
+
+async def test_a_stale_claim_without_its_response_is_free(store: Store) -> None:
+    await store.conversations.create("alice", "conv_1", "{}", [AddedItem("msg_a", "{}")])
+    async with store.db.writer.begin() as conn:
+        await conn.execute(
+            update(t.conversation_items).values(response_id="resp_never", claimed_at=time.time() - 3600)
+        )
+    [a] = await store.conversations.unclaimed("alice", "conv_1")
+    assert a.seq is not None
+    await store.insert_response(response("resp_1"), [], [], claims=Claims("alice", "conv_1", (a.seq,)))
+    assert await count(store, t.conversation_items, response_id="resp_1") == 1
 
 
 # -- conversations -----------------------------------------------------------------------

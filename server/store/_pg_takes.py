@@ -1,0 +1,84 @@
+"""PostgreSQL's statements for what a creation takes besides its rows (`_batch.Batch.answered`,
+`claimed`): the pending requests it answers, the items added by hand it claims.
+
+Each is one UPDATE over unnested arrays that returns what it marked, run first in the
+creation's transaction (`_pg_render.parts`); the writer compares the rows returned with what the
+batch asked for (`taken`) and raises the failure of the first creation refused, so that
+transaction commits nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from . import _sql
+from . import _tables as t
+from ._batch import Batch
+from ._sql import Params, PgStatement, pg_type
+from .errors import AnswersTaken, ItemsTaken
+from .records import STALE_CLAIM_SECONDS
+
+_ANSWERS = ("id", "usr", "call", "by")
+_CLAIMS = ("seq", "usr", "conv", "by")
+
+
+@functools.lru_cache(maxsize=2)
+def statement(answers: bool) -> PgStatement:
+    """The answers statement (`answers`), else the claims statement."""
+    p = Params()
+    if answers:
+        pr = t.pending_requests.c
+        types = [pg_type(pr.response_id), pg_type(pr.user_id), pg_type(pr.call_id), pg_type(pr.answered_by)]
+        source = p.unnest("answers", _ANSWERS, types, "u")
+        return PgStatement.of(
+            f"UPDATE pending_requests AS p SET status = 'answered', answered_by = u.by\n    FROM {source}\n"
+            "    WHERE p.response_id = u.id AND p.user_id = u.usr AND p.call_id = u.call\n"
+            "    AND p.status = 'pending'\n"
+            "    RETURNING u.by, p.call_id",
+            p,
+        )
+    ci = t.conversation_items.c
+    types = [pg_type(ci.seq), pg_type(ci.user_id), pg_type(ci.conversation_id), pg_type(ci.response_id)]
+    source = p.unnest("claims", _CLAIMS, types, "u")
+    now, stale = p.take("claims.now", pg_type(ci.claimed_at)), p.take("claims.stale", pg_type(ci.claimed_at))
+    # A claim whose response does not exist and that is old was never committed (made before
+    # claims committed with their creation): the item is free.
+    return PgStatement.of(
+        f"UPDATE conversation_items AS c SET response_id = u.by, claimed_at = {now}\n    FROM {source}\n"
+        "    WHERE c.seq = u.seq AND c.user_id = u.usr AND c.conversation_id = u.conv\n"
+        f"    AND (c.response_id IS NULL OR (c.claimed_at < {stale}\n"
+        "    AND NOT EXISTS (SELECT 1 FROM responses AS r WHERE r.id = c.response_id)))\n"
+        "    RETURNING u.by, c.seq",
+        p,
+    )
+
+
+def arguments(answers: bool, batch: Batch) -> list[Any]:
+    """`statement(answers)`'s arguments for `batch`."""
+    values: dict[str, Any] = {}
+    if answers:
+        rows = [(a.response_id, a.user_id, c, by) for by, a in batch.answered() for c in a.call_ids]
+        values.update(zip((f"answers.{n}" for n in _ANSWERS), _sql.columns(rows, len(_ANSWERS)), strict=True))
+    else:
+        claimed = [(s, c.user_id, c.conversation_id, by) for by, c in batch.claimed() for s in c.seqs]
+        values.update(zip((f"claims.{n}" for n in _CLAIMS), _sql.columns(claimed, len(_CLAIMS)), strict=True))
+        values["claims.now"], values["claims.stale"] = batch.now, batch.now - STALE_CLAIM_SECONDS
+    return statement(answers).bind(values)
+
+
+def taken(answers: bool, batch: Batch, rows: Sequence[Any]) -> AnswersTaken | ItemsTaken | None:
+    """What `statement(answers)` did not mark (`rows`: (creation, call id or seq) it did), as
+    the failure of the first creation it refused (None: every one marked)."""
+    marked = {(r[0], r[1]) for r in rows}
+    if answers:
+        for by, a in batch.answered():
+            refused = [c for c in a.call_ids if (by, c) not in marked]
+            if refused:
+                return AnswersTaken(by, refused)
+        return None
+    for by, claims in batch.claimed():
+        if any((by, seq) not in marked for seq in claims.seqs):
+            return ItemsTaken(by)
+    return None
