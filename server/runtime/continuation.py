@@ -6,7 +6,8 @@ Invariants:
   workflow is never silently restarted from its entry executor.
 - A turn's facts are read once (`prepare`: the response it follows, that response's pending
   requests, the checkpoint or agent session it continues, its input's item references), then
-  checked and planned from that one read (`plan_for`); nothing read for it is read again.
+  checked and planned from that one read (`plan_for`, a pure function); nothing read for it
+  is read again.
 - Everything a run would refuse is refused here first, with a 4xx, before a response is created
   or a request is marked answered (`prepare`): a reply to a paused workflow holds only
   function_call_output items, each for one of its pending calls, each convertible to the type
@@ -20,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -86,6 +88,7 @@ class Continuations:
         self.allowed_types = allowed_types
         self.history = History(store)
         self._decoded: OrderedDict[str, WorkflowCheckpoint] = OrderedDict()
+        self._decoding = threading.Lock()
 
     async def prepare(self, user_id: str, req: CreateRequest, followed: Followed | None = None) -> Turn:
         """A new turn's facts, read once, after refusing (4xx) what its run would fail on:
@@ -103,7 +106,7 @@ class Continuations:
         req: CreateRequest,
         rid: str | None,
         prev: ResponseRow | None,
-        conversation: tuple[ResponseRow, ...],
+        conversation: tuple[ResponseRow, ...] | None,
         *,
         strict: bool,
     ) -> Turn:
@@ -113,14 +116,15 @@ class Continuations:
         store = self.store
         items = tuple(await self.resolve_references(user_id, req.input_items, strict=strict))
         pending = tuple(await store.pending_requests(prev.id, user_id)) if prev is not None else ()
-        earlier = tuple(await answered_earlier(store, user_id, req, prev, pending, conversation))
-        turn = Turn(prev, conversation, items, pending, earlier)
+        turns = conversation or ()
+        earlier = tuple(await answered_earlier(store, user_id, req, prev, pending, turns))
+        turn = Turn(prev, turns, items, pending, earlier)
         follows = bool(req.previous_response_id or req.conversation_id)
         if not follows:
             return turn
         if self.app.is_workflow:
             try:
-                return replace(turn, checkpoint=await checkpoint_of(store, user_id, req, rid, conversation))
+                return replace(turn, checkpoint=await checkpoint_of(store, user_id, req, rid, turns))
             except errors.ProtocolError as exc:
                 if exc.code != "checkpoint_not_found":
                     raise
@@ -135,7 +139,13 @@ class Continuations:
             rows = pending
         else:
             rows = tuple(await store.pending_requests(session_from, user_id))
-        return replace(turn, session=session, session_from=session_from, session_pending=rows)
+        turn = replace(turn, session=session, session_from=session_from, session_pending=rows)
+        if session is not None:
+            return turn
+        # No stored session: the history is rebuilt from the stored items (the rows of the
+        # responses it follows as already read, `prev` and `conversation`).
+        history = await self.history.messages(user_id, req, rid, prev=prev, conversation=conversation)
+        return replace(turn, history=tuple(history))
 
     # -- validating the input of a new turn -------------------------------------------------
 
@@ -241,21 +251,22 @@ class Continuations:
 
     async def plan(self, user_id: str, req: CreateRequest, rid: str) -> RunPlan:
         """How to (re)start a response from its stored input (recovery: its facts read now)."""
-        conversation: tuple[ResponseRow, ...] = ()
+        conversation: tuple[ResponseRow, ...] | None = None  # (None: not read)
         if req.conversation_id and not req.previous_response_id and self.app.is_workflow:
             conversation = tuple(await self.store.conversation_responses(user_id, req.conversation_id))
         turn = await self._facts(user_id, req, rid, None, conversation, strict=False)
-        return await self.plan_for(user_id, req, rid, turn)
+        return await for_input(len(turn.items), self.plan_for, req, turn)
 
-    async def plan_for(self, user_id: str, req: CreateRequest, rid: str, turn: Turn) -> RunPlan:
-        """How to start the run of `req` from its turn's facts (read by `prepare` or `plan`)."""
+    def plan_for(self, req: CreateRequest, turn: Turn) -> RunPlan:
+        """How to start the run of `req` from its turn's facts (read by `prepare` or `plan`):
+        pure (no I/O; CPU only, thread-safe: a large input's plan runs in a worker thread)."""
         items = list(turn.items)
         tools = declaration_tools(req.tools) if req.tools else []
         if not self.app.is_workflow:
-            return await self._plan_agent(user_id, req, rid, items, tools, turn)
+            return self._plan_agent(req, items, tools, turn)
         cp = self._paused_checkpoint(req, turn) if self.app.typed_input else self._continued(turn)
         if cp is None:
-            return RunPlan(messages=await for_input(len(items), input_items_to_messages, items), tools=tools)
+            return RunPlan(messages=input_items_to_messages(items), tools=tools)
         return self._deliver(cp, items, tools)
 
     @staticmethod
@@ -277,26 +288,19 @@ class Continuations:
             return None
         return cp
 
-    async def _plan_agent(
-        self,
-        user_id: str,
-        req: CreateRequest,
-        rid: str,
-        items: list[dict[str, Any]],
-        tools: list[Any],
-        turn: Turn,
+    def _plan_agent(
+        self, req: CreateRequest, items: list[dict[str, Any]], tools: list[Any], turn: Turn
     ) -> RunPlan:
         """A plain agent's turn: its previous turn's session (which holds the history) and this
         turn's input; without a stored session, the history rebuilt from the stored items."""
         # `instructions` apply to this response only (they are not carried over by
         # previous_response_id), as a system message ahead of everything else.
         system = [Message(role="system", contents=[req.instructions])] if req.instructions else []
-        current = await for_input(len(items), approval_messages, items, list(turn.session_pending))
+        current = approval_messages(items, list(turn.session_pending))
         if turn.session is not None:
             session = decode_session(turn.session.data, allowed_types=self.allowed_types)
             return RunPlan(messages=system + current, tools=tools, session=session)
-        history = await self.history.messages(user_id, req, rid)
-        return RunPlan(messages=system + history + current, tools=tools)
+        return RunPlan(messages=system + list(turn.history) + current, tools=tools)
 
     async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:
         """Restore `cp` and deliver the request's input to it: the recovery of a run whose newest
@@ -309,16 +313,19 @@ class Continuations:
         return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, checkpoint_data=cp.data, tools=tools)
 
     def _decode(self, cp: CheckpointRow) -> WorkflowCheckpoint:
-        """Decode a checkpoint, failing closed (422) on a type off the allow-list."""
-        cached = self._decoded.get(cp.checkpoint_id)
-        if cached is not None:
-            self._decoded.move_to_end(cp.checkpoint_id)
-            return cached
+        """Decode a checkpoint, failing closed (422) on a type off the allow-list (the cache
+        behind a lock: a large input's plan decodes in a worker thread)."""
+        with self._decoding:
+            cached = self._decoded.get(cp.checkpoint_id)
+            if cached is not None:
+                self._decoded.move_to_end(cp.checkpoint_id)
+                return cached
         try:
             checkpoint = decode_checkpoint(cp.data, allowed_types=self.allowed_types)
         except CheckpointTypeRefused as exc:
             raise errors.unprocessable(str(exc), code="checkpoint_type_refused") from exc
-        self._decoded[cp.checkpoint_id] = checkpoint
-        while len(self._decoded) > _DECODED_CACHE:
-            self._decoded.popitem(last=False)
+        with self._decoding:
+            self._decoded[cp.checkpoint_id] = checkpoint
+            while len(self._decoded) > _DECODED_CACHE:
+                self._decoded.popitem(last=False)
         return checkpoint

@@ -155,7 +155,7 @@ class Creator:
             )
         if prev is not None and prev.app_version and prev.app_version not in lane.compatible:
             await self._check_version(lane, prev, turn)
-        plan = await continuations.plan_for(user_id, req, rid, turn)
+        plan = await for_input(len(turn.items), continuations.plan_for, req, turn)
         if not req.store:
             return self._create_in_memory(lane, user_id, req, rid, plan)
         takes = _Takes(continuations.answers(user_id, req, turn), claims)

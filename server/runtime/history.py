@@ -23,24 +23,35 @@ class History:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def _chain(self, user_id: str, req: CreateRequest, rid: str) -> list[ResponseRow]:
-        """The prior turns of a plain agent's conversation, oldest first."""
+    async def _chain(
+        self,
+        user_id: str,
+        req: CreateRequest,
+        rid: str | None,
+        prev: ResponseRow | None,
+        conversation: tuple[ResponseRow, ...] | None,
+    ) -> list[ResponseRow]:
+        """The prior turns of a plain agent's conversation, oldest first (`prev`, `conversation`:
+        not read again)."""
         chain: list[ResponseRow] = []
         if req.previous_response_id:
             next_id: str | None = req.previous_response_id
             while next_id and len(chain) < MAX_HISTORY_RESPONSES:
-                row = await self.store.get_response(next_id, user_id)
+                row = (
+                    prev
+                    if prev is not None and prev.id == next_id
+                    else await self.store.get_response(next_id, user_id)
+                )
                 if row is None:
                     break
                 chain.append(row)
                 next_id = row.previous_response_id
             chain.reverse()
         elif req.conversation_id:
-            chain = [
-                r
-                for r in await self.store.conversation_responses(user_id, req.conversation_id)
-                if r.id != rid
-            ]
+            turns = conversation
+            if turns is None:
+                turns = tuple(await self.store.conversation_responses(user_id, req.conversation_id))
+            chain = [r for r in turns if r.id != rid]
         return chain
 
     async def turn_items(self, user_id: str, row: ResponseRow) -> tuple[list[Any], list[Any]]:
@@ -69,8 +80,18 @@ class History:
                 yield outputs
                 yield inputs
 
-    async def messages(self, user_id: str, req: CreateRequest, rid: str) -> list[Any]:
-        """Prior turns' input and output, oldest first, for a plain agent."""
+    async def messages(
+        self,
+        user_id: str,
+        req: CreateRequest,
+        rid: str | None,
+        *,
+        prev: ResponseRow | None = None,
+        conversation: tuple[ResponseRow, ...] | None = None,
+    ) -> list[Any]:
+        """Prior turns' input and output, oldest first, for a plain agent; `prev` (the previous
+        response) and `conversation` (the conversation's turns; None: not read): as the caller
+        already read them."""
         messages: list[Any] = []
         # Items deleted from a conversation's item list are left out of the history rebuilt here.
         hidden = (
@@ -78,7 +99,7 @@ class History:
             if req.conversation_id
             else set()
         )
-        for row in await self._chain(user_id, req, rid):
+        for row in await self._chain(user_id, req, rid, prev, conversation):
             inputs, outputs = await self.turn_items(user_id, row)
             if hidden:
                 inputs = [i for i in inputs if i.get("id") not in hidden]

@@ -60,6 +60,8 @@ class Turn:
     session: CheckpointRow | None = None
     session_from: str | None = None
     session_pending: tuple[PendingRequestRow, ...] = ()
+    # A plain agent's turn without a stored session: its prior turns' messages, oldest first.
+    history: tuple[Any, ...] = ()
 
 
 async def follow(store: Store, user_id: str, req: CreateRequest) -> Followed:

@@ -14,12 +14,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from sqlalchemy import delete
 
 from durable_responses.protocol.request import parse_create_request
 from durable_responses.runtime.apps import HostedApp
 from durable_responses.runtime.host import Host
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.store import Store
+from durable_responses.store._tables import checkpoints
 
 Call = tuple[str, str]
 _WALK: contextvars.ContextVar[list[Call] | None] = contextvars.ContextVar("walk", default=None)
@@ -107,3 +109,18 @@ async def test_a_creation_and_its_continuation_read_nothing_twice(host: Host) ->
     assert names.count("get_response") == 1 and names.count("pending_requests") == 1, names
     assert not _repeated(calls), _repeated(calls)
     assert (await host.get("alice", second))["status"] == "completed"
+
+
+@pytest.mark.parametrize("host", [APPS["agent"]], ids=["agent"], indirect=True)
+async def test_a_plain_agents_history_rebuilt_without_a_session_reads_nothing_twice(host: Host) -> None:
+    first, _ = await _walk(host, {"input": "hello"})
+    # Its session gone (as a turn that stored none): the next turn rebuilds the history from
+    # the stored items, and reads the response it follows once for both.
+    async with host.store.db.writer.begin() as conn:
+        await conn.execute(delete(checkpoints).where(checkpoints.c.response_id == first))
+    second, calls = await _walk(host, {"input": "again", "previous_response_id": first})
+    names = [name for name, _ in calls]
+    assert names.count("get_response") == 1 and "input_items" in names and "output_items" in names, names
+    assert not _repeated(calls), _repeated(calls)
+    body = await host.get("alice", second)
+    assert body["status"] == "completed"
