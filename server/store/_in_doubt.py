@@ -7,8 +7,9 @@ run for nothing and, for a creation, answer its client with an error for a respo
 exists. And when it did not commit, the group can be retried whole, at once, on a new
 connection, instead of write by write (a reset is not an outage).
 
-Invariant: a write counts as committed only when one of its own rows is read back: its first
-event (the outbox's continuity guard means no other write can have committed that event), or
+Invariant: a write counts as committed only when one of its own rows is read back: the row of
+its last event (a row is keyed by its last event, `_events`; the outbox's continuity guard
+means no other write can have committed that event), or
 else its checkpoint (ids are unique). A write with neither cannot tell.
 
 Where the rows are read: `committed_anyway` through the store's reader (SQLite); on PostgreSQL
@@ -51,7 +52,8 @@ READ_BACK = _read_back()
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
-    """What to read back for a group: each write's first event, or else its checkpoint."""
+    """What to read back for a group: each write's last event (the key of the row that holds
+    it, `_events`), or else its checkpoint."""
 
     by_event: list[Write]
     by_checkpoint: list[Write]
@@ -73,7 +75,7 @@ class Lookup:
             READ_BACK.bind(
                 {
                     "rids": [w.response_id for w in self.by_event],
-                    "seqs": [w.events[0].seq for w in self.by_event],
+                    "seqs": [w.events[-1].seq for w in self.by_event],
                     "checkpoints": self.checkpoint_ids,
                 }
             )
@@ -81,7 +83,7 @@ class Lookup:
 
     def found(self, events: set[tuple[str, int]], checkpoints: set[str]) -> list[Write]:
         """The writes whose rows are among those read back."""
-        by_event = [w for w in self.by_event if (w.response_id, w.events[0].seq) in events]
+        by_event = [w for w in self.by_event if (w.response_id, w.events[-1].seq) in events]
         by_checkpoint = [w for w in self.by_checkpoint if _checkpoint_id(w) in checkpoints]
         return by_event + by_checkpoint
 
@@ -107,7 +109,7 @@ async def committed_anyway(db: Database, writes: list[Write]) -> list[Write] | N
             events: set[tuple[str, int]] = set()
             if lookup.by_event:
                 keys = [
-                    and_(ev.response_id == w.response_id, ev.seq == w.events[0].seq) for w in lookup.by_event
+                    and_(ev.response_id == w.response_id, ev.seq == w.events[-1].seq) for w in lookup.by_event
                 ]
                 rows = (await conn.execute(select(ev.response_id, ev.seq).where(or_(*keys)))).all()
                 events = {(r[0], r[1]) for r in rows}

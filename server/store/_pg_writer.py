@@ -36,6 +36,10 @@ from .errors import Unavailable, classify
 from .records import LeaseLost, Write
 
 Connect = Callable[[], Awaitable[Any]]
+# Events of a batch from which its arguments are built in a worker thread (`_in_thread`): their
+# runs are compressed there (`_events`; zlib gives the GIL up while it works), not on the
+# event loop.
+BULK_EVENTS = 1000
 
 
 class PgWriter(Writer):
@@ -67,7 +71,7 @@ class PgWriter(Writer):
             return set()
         if len(shapes) == 1 and not (whole and batch.fences):
             part = shapes[0]
-            if part.inputs_json:
+            if _in_thread(part, batch):
                 args = await asyncio.to_thread(_pg_render.arguments, part, batch, set())
             else:
                 args = _pg_render.arguments(part, batch, set())
@@ -99,7 +103,7 @@ class PgWriter(Writer):
                 async with conn.transaction():
                     for part in shapes:
                         st = _pg_render.statement(part)
-                        if part.inputs_json:
+                        if _in_thread(part, batch):
                             args = await asyncio.to_thread(_pg_render.arguments, part, batch, lost)
                         else:
                             args = _pg_render.arguments(part, batch, lost)
@@ -173,3 +177,13 @@ def _lost(batch: Batch, part: _pg_render.Part, rows: list[Any]) -> Fenced:
         return set()
     held = {(r[0], r[1]) for r in rows}
     return {f.key for f in batch.fences} - held
+
+
+def _in_thread(part: _pg_render.Part, batch: Batch) -> bool:
+    """Whether `_pg_render.arguments` for `part` of `batch` are worth a worker thread: input
+    items as one JSON text (`_pg_render.BULK_INPUTS`), or `BULK_EVENTS` events to compress."""
+    if part.inputs_json:
+        return True
+    if "events" not in part.guarded and "events" not in part.plain:
+        return False
+    return sum(len(w.events) for w in batch.owned) + sum(len(w.events) for w in batch.unowned) >= BULK_EVENTS

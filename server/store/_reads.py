@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import and_, func, literal, select, text, union_all
 
-from . import _sql
+from . import _events, _sql
 from . import _tables as t
 from ._base import StoreBase
 from .records import EventRow, InputItemRow, JournalRow, OutputItemRow
@@ -146,15 +146,19 @@ class ResponseReads(StoreBase):
             return []  # (a client's `starting_after` beyond any number the column holds)
         after_seq = max(after_seq, -1)
         upper = min(after_seq + limit, _SEQ_MAX)
+        # A row is keyed by its last event and holds at most `RUN` (`_events`): the rows that
+        # hold the page end at most `RUN - 1` past it.
+        rows_upper = min(upper + _events.RUN - 1, _SEQ_MAX)
+        rows_limit = limit + _events.RUN
         if self.db.driver_reads:
-            records = await self._driver_fetch(
-                _sql.READ_EVENTS_PG, _sql.READ_EVENTS_SQLITE, response_id, after_seq, upper, limit
+            rows = await self._driver_fetch(
+                _sql.READ_EVENTS_PG, _sql.READ_EVENTS_SQLITE, response_id, after_seq, rows_upper, rows_limit
             )
-            return list(map(EventRow._make, records))
-        args = {"rid": response_id, "after": after_seq, "upper": upper, "limit": limit}
+            return _events.decode(rows, after_seq, upper)
+        args = {"rid": response_id, "after": after_seq, "upper": rows_upper, "limit": rows_limit}
         async with self._read() as conn:
-            rows = (await conn.execute(_READ_EVENTS, args)).all()
-        return list(map(EventRow._make, rows))
+            found = (await conn.execute(_READ_EVENTS, args)).all()
+        return _events.decode(found, after_seq, upper)
 
     async def max_event_seq(self, response_id: str) -> int:
         q = select(func.max(t.events.c.seq)).where(t.events.c.response_id == response_id)

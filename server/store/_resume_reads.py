@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 
-from . import _sql
+from . import _events, _sql
 from . import _tables as t
 from ._base import StoreBase, checkpoint_row
 from .ops import Takeover
@@ -100,11 +100,20 @@ class ResumeReads(StoreBase):
 
     async def _events(self, states: dict[str, ResumeState]) -> None:
         e = t.events.c
+        # A row is keyed by its last event (`_events`): the first row past `after` may hold
+        # events before it too, which `decode` leaves out.
         after = or_(*(and_(e.response_id == rid, e.seq > s.after) for rid, s in states.items()))
-        q = select(e.response_id, e.seq, e.type, e.data).where(after).order_by(e.response_id, e.seq)
+        q = (
+            select(e.response_id, e.seq, e.type, e.data, e.size, e.packed)
+            .where(after)
+            .order_by(e.response_id, e.seq)
+        )
+        by_response: dict[str, list[Any]] = {}
         async with self._read() as conn:
-            for rid, seq, etype, data in (await conn.execute(q)).all():
-                states[rid].events.append(EventRow(seq, etype, data))
+            for rid, *row in (await conn.execute(q)).all():
+                by_response.setdefault(rid, []).append(row)
+        for rid, rows in by_response.items():
+            states[rid].events.extend(_events.decode(rows, states[rid].after))
 
     async def _outputs(self, ids: list[str], states: dict[str, ResumeState]) -> None:
         o = t.output_items.c

@@ -18,18 +18,19 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, Float, Integer, String, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, Float, Integer, LargeBinary, String, Table, Text
 
+from . import _events
 from . import _tables as t
 from .records import (
     CheckpointRow,
-    EventRow,
     Finish,
     InputItemRow,
     JournalRow,
     OutputItemRow,
     PendingRequestRow,
     ResponseRow,
+    StoredEvents,
     WebhookEvent,
 )
 
@@ -41,11 +42,11 @@ def _insert_columns(table: Table) -> tuple[Column[Any], ...]:
     return tuple(c for c in table.columns if not (c.primary_key and c.autoincrement is True))
 
 
-def _compile(source: str) -> Any:
+def _compile(source: str, encode: Callable[[Any], Any] | None = None) -> Any:
     """A row builder from its source, which `_builders` writes from column names alone (checked
     identifiers): as fast as a hand-written comprehension, which a generic `attrgetter` plus
     tuple unpacking is not (~1.8x slower for a 1000-event batch, measured)."""
-    return eval(source, {"__builtins__": {}})
+    return eval(source, {"__builtins__": {}, "encode": encode})
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ class RowSpec:
     """How one kind of record becomes a row of `table`.
 
     `keyed`: the record has no `response_id` field; the row takes it from its `Write` (or its
-    creation). `value_columns`: every column but that key. The builders, generated from the
-    column names:
+    creation). `encode`: the write's records (`over`) become the rows' records through it (a
+    write's events are stored as runs, `_events.encode`). `value_columns`: every column but
+    that key. The builders, generated from the column names:
     - `values(record)`: the record's values for `value_columns`;
     - `mapping(response_id, record)`: the row by column name (SQLAlchemy's executemany);
     - `keyed_rows(response_id, records)`: rows in `columns` order for one response's records;
@@ -77,7 +79,9 @@ class RowSpec:
         return [pg_type(self.table.c[n]) for n in names]
 
 
-def _builders(value_columns: tuple[str, ...], keyed: bool, over: str, many: bool) -> dict[str, Any]:
+def _builders(
+    value_columns: tuple[str, ...], keyed: bool, over: str, many: bool, encode: Callable[[Any], Any] | None
+) -> dict[str, Any]:
     for name in (*value_columns, over):
         if not name.isidentifier():
             raise TypeError(f"{name!r} is not an identifier")
@@ -87,14 +91,15 @@ def _builders(value_columns: tuple[str, ...], keyed: bool, over: str, many: bool
         [*(["'response_id': rid"] if keyed else []), *(f"{c!r}: r.{c}" for c in value_columns)]
     )
     # `over` is a list of records (`many`: events, items) or one optional record (checkpoint).
-    each = f"for w in writes for r in w.{over}" if many else f"for w in writes if (r := w.{over}) is not None"
+    source = f"encode(w.{over})" if encode is not None else f"w.{over}"
+    each = f"for w in writes for r in {source}" if many else f"for w in writes if (r := w.{over}) is not None"
     wkey = "w.response_id, " if keyed else ""
     return {
         "values": _compile(f"lambda r: ({vals},)"),
         "mapping": _compile(f"lambda rid, r: {{{entries}}}"),
         "keyed_rows": _compile(f"lambda rid, records: [({key}{vals}) for r in records]"),
-        "rows": _compile(f"lambda writes: [({wkey}{vals}) {each}]"),
-        "guarded_rows": _compile(f"lambda writes: [(w.response_id, w.owner, {vals}) {each}]"),
+        "rows": _compile(f"lambda writes: [({wkey}{vals}) {each}]", encode),
+        "guarded_rows": _compile(f"lambda writes: [(w.response_id, w.owner, {vals}) {each}]", encode),
     }
 
 
@@ -105,6 +110,7 @@ def _spec(
     over: str = "none",
     many: bool = True,
     extra: frozenset[str] = frozenset(),
+    encode: Callable[[Any], Any] | None = None,
 ) -> RowSpec:
     columns = tuple(c.name for c in _insert_columns(table))
     names = set(getattr(record, "_fields", ())) or {f.name for f in fields(record)}
@@ -117,12 +123,13 @@ def _spec(
             f"{sorted(names - set(value_columns))}, "
             f"columns without a field {sorted(set(value_columns) - names)}"
         )
-    return RowSpec(table, columns, value_columns, keyed, over, **_builders(value_columns, keyed, over, many))
+    builders = _builders(value_columns, keyed, over, many, encode)
+    return RowSpec(table, columns, value_columns, keyed, over, **builders)
 
 
 RESPONSES = _spec(t.responses, ResponseRow)
 INPUTS = _spec(t.input_items, InputItemRow)
-EVENTS = _spec(t.events, EventRow, over="events")
+EVENTS = _spec(t.events, StoredEvents, over="events", encode=_events.encode)
 ITEMS = _spec(t.output_items, OutputItemRow, over="items")
 CHECKPOINTS = _spec(t.checkpoints, CheckpointRow, over="checkpoint", many=False, extra=frozenset({"seq"}))
 PENDING = _spec(t.pending_requests, PendingRequestRow, over="pending")
@@ -159,8 +166,8 @@ def webhook_delivery_rows(event: WebhookEvent, now: float) -> list[dict[str, Any
 
 # -- reads -------------------------------------------------------------------------------------
 
-if EVENTS.value_columns != EventRow._fields:
-    raise TypeError(f"events' columns {EVENTS.value_columns} are not EventRow's fields {EventRow._fields}")
+if EVENTS.value_columns != StoredEvents._fields:
+    raise TypeError(f"events' columns {EVENTS.value_columns} are not StoredEvents' {StoredEvents._fields}")
 _E = t.events.c
 
 
@@ -172,9 +179,10 @@ def _read_events(marks: tuple[str, str, str, str]) -> str:
     )
 
 
-# A page of a response's events (`Store.read_events`): the parameters are (response id, after,
-# up to, limit), each row an `EventRow`'s fields in order. For each driver, and for SQLAlchemy
-# (named: behind a transaction pooler, which needs the transaction SQLAlchemy keeps).
+# The rows of a page of a response's events (`Store.read_events`): the parameters are
+# (response id, after, the last row's bound, limit), each row a `StoredEvents`' fields in
+# order (`_events.decode` makes the events). For each driver, and for SQLAlchemy (named: behind
+# a transaction pooler, which needs the transaction SQLAlchemy keeps).
 READ_EVENTS_PG = _read_events(("$1", "$2", "$3", "$4"))
 READ_EVENTS_SQLITE = _read_events(("?", "?", "?", "?"))
 READ_EVENTS_NAMED = _read_events((":rid", ":after", ":upper", ":limit"))
@@ -201,6 +209,7 @@ _PG_TYPES: tuple[tuple[type[Any], str], ...] = (
     (Boolean, "bool"),
     (Text, "text"),
     (String, "text"),
+    (LargeBinary, "bytea"),
 )
 
 
@@ -344,6 +353,8 @@ class PgStatement:
 
 
 def _pg_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return "\\x" + value.hex()  # bytea's hex input form
     if value is True:
         return "t"
     if value is False:

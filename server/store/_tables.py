@@ -8,7 +8,8 @@ Tables:
 - `responses`: one row per stored response: status, the normalized request, lease.
 - `input_items`: the response's input, in order (`position`).
 - `output_items`: closed output items (`response.output_item.done`), by `output_index`.
-- `events`: the outbox: every SSE event of a response, by gap-free `seq`.
+- `events`: the outbox: every SSE event of a response, by gap-free sequence number; a row holds
+  one event or a run of a write's consecutive events, keyed by the last one's (`_events`).
 - `checkpoints`: workflow checkpoints, ordered by the host's own `seq` (never by the
   framework's `iteration_count` or timestamps), each committed with the events before it.
 - `pending_requests`: human-in-the-loop requests a paused workflow waits on.
@@ -38,6 +39,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -125,6 +127,9 @@ events = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("type", String(64), nullable=False),
     Column("data", Text, nullable=False),
+    # Events in the row, `seq` the last one's; their text compressed (migration 0008).
+    Column("size", Integer, nullable=False, server_default="1"),
+    Column("packed", LargeBinary, nullable=True),
 )
 
 checkpoints = Table(

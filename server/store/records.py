@@ -33,6 +33,7 @@ __all__ = [
     "ResponseRow",
     "SchemaOutOfDate",
     "StoreError",
+    "StoredEvents",
     "Write",
 ]
 
@@ -93,6 +94,17 @@ class EventRow(NamedTuple):
     seq: int
     type: str
     data: str
+
+
+class StoredEvents(NamedTuple):
+    """One row of `events` as stored (`_events` says how): a run of `size` consecutive events
+    ending at `seq`, or one event. A write's `events` become these as its batch is rendered."""
+
+    seq: int  # the last event's sequence number
+    type: str  # one event's type; empty for a run of several
+    data: str  # one event's JSON, or a run's lines; empty when `packed`
+    size: int  # how many events
+    packed: bytes | None  # `data`'s text compressed (zlib), or None
 
 
 @dataclass(slots=True, frozen=True)

@@ -146,8 +146,8 @@ def test_lock_file_exclusive_only_when_alone(tmp_path: Path) -> None:
 
 async def test_committed_anyway_reads_back_what_committed(store: Store) -> None:
     await store.insert_response(owned("resp_1", "p1"), [], [])
-    await store.submit(Write("resp_1", "p1", events=[event(0), event(1)]))
-    committed = Write("resp_1", "p1", events=[event(0)])
+    committed = Write("resp_1", "p1", events=[event(0), event(1)])
+    await store.submit(committed)
     lost = Write("resp_1", "p1", events=[event(2)])
     unknowable = Write("resp_1", "p1")
     assert await committed_anyway(store.db, [committed, lost]) == [committed]
@@ -157,11 +157,12 @@ async def test_committed_anyway_reads_back_what_committed(store: Store) -> None:
 @pytest.mark.parametrize("db_url", ["postgresql", "postgresql-unprepared"], indirect=True)
 async def test_the_postgresql_writer_reads_back_on_its_own_connection(store: Store) -> None:
     """On PostgreSQL a commit in doubt is read back by the writer, on its own (new) connection:
-    events by their first sequence number, checkpoints by id, nothing for a write without rows."""
+    events by their last sequence number (the key of the row that holds it), checkpoints by id,
+    nothing for a write without rows."""
     await store.insert_response(owned("resp_1", "p1"), [], [])
-    await store.submit(Write("resp_1", "p1", events=[event(0), event(1)]))
+    committed = Write("resp_1", "p1", events=[event(0), event(1)])
+    await store.submit(committed)
     await store.submit(Write("resp_1", "p1", checkpoint=checkpoint("cp_kept", "resp_1")))
-    committed = Write("resp_1", "p1", events=[event(1)])
     lost = Write("resp_1", "p1", events=[event(2)])
     kept = Write("resp_1", "p1", checkpoint=checkpoint("cp_kept", "resp_1"))
     gone = Write("resp_1", "p1", checkpoint=checkpoint("cp_gone", "resp_1"))
