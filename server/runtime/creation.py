@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -47,11 +48,15 @@ from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
 from .run import ResponseRun
 from .run_options import applied
-from .settings import RuntimeSettings
+from .settings import DoubleTexting, RuntimeSettings
 from .stored_request import Encoded, encode, stored, with_added
 from .turn_facts import Followed, Turn
 from .turns import Turns, strategy_of
 from .versions import changes
+
+# Creations of a turn whose hand-added items another turn took meanwhile (`ItemsTaken`), the
+# last answered 409: each retry follows the turn that took them.
+_CLAIM_ATTEMPTS = 3
 
 # Seconds after its run ends before a creator's subscription whose stream never started is
 # dropped (a live relay closes its own long before).
@@ -122,8 +127,31 @@ class Creator:
             existing = await self._existing(user_id, rid, encoded.request_hash, idempotency_key)
             if existing is not None:
                 return existing
-        # The turn this one follows must have ended (or be ended) first.
         strategy = strategy_of(req, double_texting, self.settings.double_texting)
+        for _ in range(_CLAIM_ATTEMPTS - 1):
+            with contextlib.suppress(ItemsTaken):
+                # (Another turn of the conversation took its items between this one's read and
+                # its commit: that turn exists now, and this one clears its way again, by its
+                # strategy: waits for it, cancels it or is refused, and reads what is left.)
+                return await self._turn(lane, user_id, req, rid, encoded, strategy)
+        try:
+            return await self._turn(lane, user_id, req, rid, encoded, strategy)
+        except ItemsTaken as exc:
+            raise errors.conflict(
+                "Other turns of this conversation took the items added to it meanwhile; retry the request.",
+                code="conversation_busy",
+            ) from exc
+
+    async def _turn(
+        self,
+        lane: Lane,
+        user_id: str,
+        req: CreateRequest,
+        rid: str,
+        encoded: Encoded,
+        strategy: DoubleTexting,
+    ) -> Created:
+        """Create `req` as a turn: the turn it follows must have ended (or be ended) first."""
         cleared, followed = await self.turns.clear(user_id, req, strategy)
         if cleared is not req:
             # Re-pointed past a rolled-back turn: stored so (recovery reads it); a retry is
@@ -329,11 +357,6 @@ def _refusal(exc: BaseException, rid: str) -> errors.ProtocolError | None:
             f"The request(s) {', '.join(exc.refused)} were answered concurrently by another response.",
             code="call_already_answered",
             param="input",
-        )
-    if isinstance(exc, ItemsTaken):
-        return errors.conflict(
-            "Another turn of this conversation took the items added to it meanwhile; retry the request.",
-            code="conversation_busy",
         )
     if isinstance(exc, DuplicateResponse):
         return errors.conflict(f"A response with id '{rid}' already exists.", code="duplicate_response_id")
