@@ -128,18 +128,17 @@ class ConversationService:
 
     async def take(self, user_id: str, req: CreateRequest) -> tuple[list[dict[str, Any]], Claims | None]:
         """The items added by hand that a new turn of `req.conversation_id` starts its input
-        with, and (a stored turn) the claims its creation's own write takes them with (first use
-        creates a conversation the server did not)."""
+        with, and (a stored turn) the claims its creation's own write takes them with (and, on a
+        conversation id's first use, creates the conversation with)."""
         conv = req.conversation_id
         if conv is None:
             return [], None
-        if req.store:
-            if not await self._conversations.ensure(user_id, conv):
-                raise _not_found(conv)
-        else:
-            row = await self._conversations.get(user_id, conv, deleted=True)
-            if row is not None and row.deleted_at is not None:
-                raise _not_found(conv)
+        row = await self._conversations.get(user_id, conv, deleted=True)
+        if row is not None and row.deleted_at is not None:
+            raise _not_found(conv)
+        if row is None:
+            # First use: the creation's own write creates it (a store=false turn creates none).
+            return [], Claims(user_id, conv, (), first_use=True) if req.store else None
         added = await self._conversations.unclaimed(user_id, conv)
         if not added:
             return [], None

@@ -22,6 +22,7 @@ from .records import STALE_CLAIM_SECONDS
 
 _ANSWERS = ("id", "usr", "call", "by")
 _CLAIMS = ("seq", "usr", "conv", "by")
+_FIRST = ("usr", "conv")
 
 
 @functools.lru_cache(maxsize=2)
@@ -39,13 +40,17 @@ def statement(answers: bool) -> PgStatement:
             "    RETURNING u.by, p.call_id",
             p,
         )
-    ci = t.conversation_items.c
+    ci, cv = t.conversation_items.c, t.conversations.c
+    first = p.unnest("first", _FIRST, [pg_type(cv.user_id), pg_type(cv.id)], "f")
     types = [pg_type(ci.seq), pg_type(ci.user_id), pg_type(ci.conversation_id), pg_type(ci.response_id)]
     source = p.unnest("claims", _CLAIMS, types, "u")
     now, stale = p.take("claims.now", pg_type(ci.claimed_at)), p.take("claims.stale", pg_type(ci.claimed_at))
-    # A claim whose response does not exist and that is old was never committed (made before
-    # claims committed with their creation): the item is free.
+    # The conversations used first (no item to claim), then the items: a claim whose response
+    # does not exist and that is old was never committed (made before claims committed with their
+    # creation), so the item is free.
     return PgStatement.of(
+        "WITH n AS (\n    INSERT INTO conversations (user_id, id, created_at)\n"
+        f"    SELECT f.usr, f.conv, {now} FROM {first}\n    ON CONFLICT DO NOTHING\n)\n"
         f"UPDATE conversation_items AS c SET response_id = u.by, claimed_at = {now}\n    FROM {source}\n"
         "    WHERE c.seq = u.seq AND c.user_id = u.usr AND c.conversation_id = u.conv\n"
         f"    AND (c.response_id IS NULL OR (c.claimed_at < {stale}\n"
@@ -62,6 +67,8 @@ def arguments(answers: bool, batch: Batch) -> list[Any]:
         rows = [(a.response_id, a.user_id, c, by) for by, a in batch.answered() for c in a.call_ids]
         values.update(zip((f"answers.{n}" for n in _ANSWERS), _sql.columns(rows, len(_ANSWERS)), strict=True))
     else:
+        first = [(c.user_id, c.conversation_id) for _, c in batch.claimed() if c.first_use]
+        values.update(zip((f"first.{n}" for n in _FIRST), _sql.columns(first, len(_FIRST)), strict=True))
         claimed = [(s, c.user_id, c.conversation_id, by) for by, c in batch.claimed() for s in c.seqs]
         values.update(zip((f"claims.{n}" for n in _CLAIMS), _sql.columns(claimed, len(_CLAIMS)), strict=True))
         values["claims.now"], values["claims.stale"] = batch.now, batch.now - STALE_CLAIM_SECONDS

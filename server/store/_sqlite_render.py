@@ -55,6 +55,9 @@ _CLAIM = (
     "OR (claimed_at < :stale AND NOT EXISTS (SELECT 1 FROM responses WHERE responses.id = "
     "conversation_items.response_id)))"
 )
+_FIRST_USE = (
+    "INSERT INTO conversations (user_id, id, created_at) VALUES (:user, :conv, :now) ON CONFLICT DO NOTHING"
+)
 _LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
 _JOURNAL_KEEP = "DELETE FROM journal WHERE response_id = :id AND checkpoint_id <> :keep"
 _JOURNAL_CLEAR = "DELETE FROM journal WHERE response_id = :id"
@@ -158,6 +161,10 @@ def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
             raise AnswersTaken(by, refused)
     stale = batch.now - STALE_CLAIM_SECONDS
     for by, claims in batch.claimed():
+        if claims.first_use:
+            cur.execute(
+                _FIRST_USE, {"user": claims.user_id, "conv": claims.conversation_id, "now": batch.now}
+            )
         for seq in claims.seqs:
             params = {"by": by, "now": batch.now, "stale": stale, "seq": seq}
             cur.execute(_CLAIM, {**params, "user": claims.user_id, "conv": claims.conversation_id})

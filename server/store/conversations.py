@@ -135,23 +135,6 @@ class ConversationStore(StoreBase):
         conv = ConversationRow(**dict(row._mapping))
         return conv if deleted or conv.deleted_at is None else None
 
-    async def ensure(self, user_id: str, conversation_id: str) -> bool:
-        """Create the conversation on first use (a platform's own id); False if it was deleted."""
-        existing = await self.get(user_id, conversation_id, deleted=True)
-        if existing is not None:
-            return existing.deleted_at is None
-        try:
-            async with self._write() as conn:
-                await conn.execute(
-                    insert(t.conversations).values(
-                        user_id=user_id, id=conversation_id, created_at=time.time()
-                    )
-                )
-        except IntegrityError:
-            pass  # created concurrently
-        existing = await self.get(user_id, conversation_id, deleted=True)
-        return existing is not None and existing.deleted_at is None
-
     async def update_metadata(
         self, user_id: str, conversation_id: str, metadata: str
     ) -> ConversationRow | None:

@@ -169,6 +169,9 @@ class Claims:
     user_id: str
     conversation_id: str
     seqs: tuple[int, ...]
+    # The conversation does not exist yet (a platform's own id, used first): the creation inserts
+    # it (unless another first use just did), so a creation that fails leaves none behind.
+    first_use: bool = False
 
 
 @dataclass(slots=True, frozen=True)

@@ -3,7 +3,8 @@ handler to the first event sent, reads nothing twice: every statement the store'
 for it is recorded with its parameters (a SQLAlchemy listener on the real engines; the relay's
 driver reads, which bypass SQLAlchemy, through `Store.read_events`), on a real server (uvicorn,
 SQLite and PostgreSQL) driven by the openai client. A fresh turn, and the turn that answers a
-paused workflow (the response it follows, its pending requests, the checkpoint it restores).
+paused workflow (the response it follows, its pending requests, the checkpoint it restores), and
+the first turn of a conversation id the server has not seen.
 
 The walk is the request's own task and the tasks it starts (they copy its context: the run, the
 relay); it ends when the first frame with an event is handed to the server to send."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -143,3 +145,12 @@ def test_a_background_stream_post_reads_nothing_twice(
     # Not vacuous: the continuation read the response it follows and its pending requests.
     tables = " ".join(statement for statement, _ in walk.reads)
     assert "FROM responses" in tables and "FROM pending_requests" in tables, walk.reads
+
+    # A conversation id's first use (a platform's own id): it is looked up once, and created with
+    # the response, in the creation's own write.
+    conv = f"conv_{uuid.uuid4().hex}"
+    _, kind = _first_event(server, input="ship this too", conversation=conv)
+    assert kind == "response.created"
+    walk = recorder.walks[-1]
+    assert not _repeated(walk.reads), (_repeated(walk.reads), walk.reads)
+    assert server.client().conversations.retrieve(conv).id == conv

@@ -1202,6 +1202,22 @@ async def test_items_added_by_hand_are_claimed_in_the_creation_all_or_none(store
     assert [a.item_id for a in await store.conversations.unclaimed("alice", "conv_1")] == ["msg_c"]
 
 
+async def test_a_conversation_used_first_is_created_with_the_creation(store: Store) -> None:
+    first = Claims("alice", "conv_new", (), first_use=True)
+    # A creation that fails (its id is taken) leaves no conversation behind.
+    await store.insert_response(response("resp_1"), [], [])
+    with pytest.raises(DuplicateResponse):
+        await store.insert_response(response("resp_1"), [], [], claims=first)
+    assert await store.conversations.get("alice", "conv_new") is None
+    await store.insert_response(response("resp_2"), [], [], claims=first)
+    row = await store.conversations.get("alice", "conv_new")
+    assert row is not None and row.metadata == "{}" and row.deleted_at is None
+    # Another first use of the same id (two turns raced to it) creates it once, and both commit.
+    await store.insert_response(response("resp_3"), [], [], claims=first)
+    assert await count(store, t.conversations, id="conv_new") == 1
+    assert await store.get_response("resp_3", "alice") is not None
+
+
 async def test_a_stale_claim_without_its_response_is_free(store: Store) -> None:
     await store.conversations.create("alice", "conv_1", "{}", [AddedItem("msg_a", "{}")])
     async with store.db.writer.begin() as conn:
