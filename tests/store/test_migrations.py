@@ -22,7 +22,15 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-from durable_responses.store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url, open_database
+from durable_responses.store import (
+    BadDatabaseURL,
+    EventRow,
+    SchemaOutOfDate,
+    Store,
+    Write,
+    normalize_url,
+    open_database,
+)
 from durable_responses.store._engine import raw_pg_dsn, sync_engine_for_migrations
 from durable_responses.store._tables import ALL_TABLES, metadata
 from durable_responses.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
@@ -328,3 +336,43 @@ async def test_every_revision_upgrades_downgrades_and_upgrades_again(empty_url: 
         assert await _run_sync(empty_url, kept) == ["resp_keep"]
         previous = rev
     assert await _run_sync(empty_url, _schema_diff) == []
+
+
+async def test_events_written_before_runs_read_the_same_after_0008(empty_url: str) -> None:
+    """Event rows of one event each, written under 0007, read back unchanged after the upgrade
+    to the head, before and after a run of new events written beside them (`store/_events`)."""
+    await asyncio.to_thread(upgrade, empty_url, "0007")
+    old = [
+        (s, "response.output_text.delta", f'{{"type":"response.output_text.delta","sequence_number":{s}}}')
+        for s in range(5)
+    ]
+
+    def seed(conn: Connection) -> None:
+        conn.execute(
+            text(
+                "INSERT INTO responses (id, user_id, status, background, stream, delivery, created_at,"
+                " request, request_hash, cancel_requested, lease_owner, lease_expires_at) VALUES"
+                " ('resp_old', 'u', 'in_progress', false, false, 'live', 1.0, '{}', 'h', false, 'p1', 1e12)"
+            )
+        )
+        for seq, type_, data in old:
+            conn.execute(
+                text("INSERT INTO events (response_id, seq, type, data) VALUES ('resp_old', :s, :t, :d)"),
+                {"s": seq, "t": type_, "d": data},
+            )
+        conn.commit()
+
+    await _run_sync(empty_url, seed)
+    await asyncio.to_thread(upgrade, empty_url)
+    store = Store.open(empty_url, lease_seconds=15)
+    await store.start()
+    try:
+        expected = [EventRow(*e) for e in old]
+        for after in range(-1, 5):
+            assert await store.read_events("resp_old", after, limit=2) == expected[after + 1 : after + 3]
+        new = [EventRow(s, "response.output_text.delta", f'{{"sequence_number":{s}}}') for s in range(5, 9)]
+        await store.submit(Write("resp_old", "p1", events=new))
+        assert await store.read_events("resp_old", 3) == [*expected[4:], *new]
+        assert await store.max_event_seq("resp_old") == 8
+    finally:
+        await store.close()
