@@ -46,7 +46,7 @@ from .lanes import Lane, Lanes
 from .memory import MemorySink
 from .plan import RunPlan, RunSpec, lineage_for
 from .registry import RunRegistry
-from .run import ResponseRun
+from .run import OnFinished, ResponseRun
 from .run_options import applied
 from .settings import DoubleTexting, RuntimeSettings
 from .stored_request import Encoded, encode, stored, with_added
@@ -228,13 +228,9 @@ class Creator:
         sink = launcher.sink(rid, len(events), background=req.background)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
         metrics.APP_CREATIONS.inc(app=lane.name)
-        run = launcher.launch(spec, plan, sink=sink, defer=req.stream, trace=trace)
-        if sub is not None:
-            # Normally the relay closes it; this is for a stream that never started.
-            def drop_later(_run: ResponseRun, sub: Subscription = sub) -> None:
-                asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
-
-            run.on_finished.append(drop_later)
+        run = launcher.launch(
+            spec, plan, sink=sink, defer=req.stream, trace=trace, on_finished=_dropped_later(sub)
+        )
         return Created(rid, req, run=run, subscription=sub)
 
     def _first_write(
@@ -368,3 +364,15 @@ def _mode(req: CreateRequest) -> str:
     if not req.store:
         return "unstored"
     return "background" if req.background else "stream" if req.stream else "json"
+
+
+def _dropped_later(sub: Subscription | None) -> tuple[OnFinished, ...]:
+    """A streaming creator's subscription, closed a while after its run finished: normally the
+    relay closes it; this is for a stream that never started."""
+    if sub is None:
+        return ()
+
+    def drop_later(_run: ResponseRun) -> None:
+        asyncio.get_running_loop().call_later(_ABANDONED_SUB, sub.close)
+
+    return (drop_later,)

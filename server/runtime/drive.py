@@ -156,6 +156,8 @@ class Driver:
         # ~4% of a live token's CPU).
         self._past_first_output = False
         self._executor_hogging: _Hogging | None = None  # made in `drive`, on the running loop
+        # A plain agent's `AgentSession` for this run (made in `drive`), kept with its end.
+        self.session: Any = None
 
     async def drive(self) -> None:
         spec, plan, sink = self._spec, self._plan, self._sink
@@ -180,16 +182,15 @@ class Driver:
             # A plain agent keeps its conversation (history, pending tool approvals) in its
             # session; the host restores the one the previous turn left and stores it at the end.
             session = AgentSession.from_dict(plan.session) if plan.session else agent.create_session()
-            self._pairing.session = session
+            self.session = session
             kwargs["session"] = session
         if plan.tools:
             kwargs["tools"] = plan.tools
         # The request's options, as agent-framework takes them for this app (`run_options`).
         kwargs.update(run_kwargs(spec.request, self._reach, agent))
         journal = self._journal
-        if self._journal_records is not None:
-            journal.load(await self._journal_records())
-        journal.checkpoint_id = plan.checkpoint_id or ""
+        records = await self._journal_records() if self._journal_records is not None else []
+        journal.start(plan.checkpoint_id or "", records)
         for key, value in install(agent, is_workflow=self._is_workflow).items():
             # After the host's own per-run middleware (a tool-call limit counts every call,
             # replayed or not).

@@ -48,13 +48,11 @@ ItemsReader = Callable[[str], Awaitable[list[OutputItemRow]]]
 
 class Closing(Protocol):
     """What an end needs of the run it ends: its items (closing those still open) and what a
-    completed run keeps (`pairing.Pairing`; `Interrupted` when no run is left to end)."""
+    completed workflow or agent keeps (`pairing.Pairing`; `Interrupted` when no run is left to
+    end)."""
 
     @property
     def closed(self) -> list[ClosedItem]: ...
-
-    @property
-    def session(self) -> Any: ...
 
     @property
     def last_checkpoint(self) -> WorkflowCheckpoint | None: ...
@@ -73,7 +71,6 @@ class Interrupted:
     def __init__(self, closed: list[ClosedItem]) -> None:
         self.closed = list(closed)
         self._open = list(closed)
-        self.session: Any = None
         self.last_checkpoint: WorkflowCheckpoint | None = None
         self.approvals: list[PendingApproval] = []
 
@@ -140,7 +137,7 @@ class Ending:
         self._items = items  # None: nothing of this response is stored (store=false)
         self._usage = usage
         self.status: str | None = None
-        self.trace = trace
+        self._trace = trace
 
     def usage(self) -> Usage:
         """The response's usage: earlier lives' (kept with the checkpoint resumed from) and this run's."""
@@ -153,9 +150,11 @@ class Ending:
         close_status: str,
         error: dict[str, Any] | None = None,
         incomplete_details: dict[str, Any] | None = None,
+        session: Any = None,
     ) -> None:
         """End the response `status` (`incomplete`: the run ended but its reply was cut, as
-        `incomplete_details` says; otherwise like `completed`)."""
+        `incomplete_details` says; otherwise like `completed`). `session`: a plain agent's
+        `AgentSession` (the driver's), kept with a completed or incomplete end."""
         spec = self._spec
         # Read before any item closes: a live stream hands what is emitted to the outbox at the
         # next loop turn, so closing events emitted before an await would commit alone, without
@@ -163,13 +162,11 @@ class Ending:
         # continues and the output never lists. From here to the commit nothing is awaited.
         stored = await self._stored_output()
         closed = self._pairing.close_open(close_status)
-        for c in closed:
-            c.included = c.status == "completed"
         now = time.time()
         output = self._final_output(stored)
         use = self.usage().body()
         finished = status in ("completed", "incomplete")
-        session = self._session_row(now) if finished else None
+        row = self._session_row(now, session) if finished else None
         response = build_response(
             spec.request,
             response_id=spec.response_id,
@@ -189,8 +186,8 @@ class Ending:
         else:
             terminal = ev.response_failed(response)
         self._sink.emit(terminal)
-        with self.trace.committing("end", status=status):
-            await self._commit_end(spec, status, closed, session, error, use, now, output, incomplete_details)
+        with self._trace.committing("end", status=status):
+            await self._commit_end(spec, status, closed, row, error, use, now, output, incomplete_details)
         self.status = status
 
     async def _commit_end(
@@ -246,9 +243,8 @@ class Ending:
                 by_index.pop(c.output_index, None)
         return [by_index[i] for i in sorted(by_index)]
 
-    def _session_row(self, now: float) -> CheckpointRow | None:
+    def _session_row(self, now: float, session: Any) -> CheckpointRow | None:
         """A plain agent's session, kept with the end (a continuation restores it)."""
-        session = self._pairing.session
         if session is None or self._items is None:
             return None
         spec = self._spec

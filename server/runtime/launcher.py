@@ -25,13 +25,13 @@ from .checkpoint_storage import SqlCheckpointStorage
 from .drive import AppEntry, Driver, JournalUse, Pacing
 from .ending import Ending
 from .journal import JournalStats, RunJournal, unreachable
-from .mapping import ItemMapper
+from .mapping import MapperSetup
 from .memory import MemoryPairing, MemorySink
 from .open_items import OpenItem
 from .pairing import SqlPairing
 from .plan import RunPlan, RunSpec
 from .registry import RunRegistry
-from .run import ResponseRun
+from .run import OnFinished, ResponseRun
 from .settings import Delivery, RuntimeSettings
 from .sinks import SqlSink
 from .telemetry import NO_TRACE, RunTrace, Telemetry
@@ -116,13 +116,14 @@ class Launcher:
         resumed: bool = False,
         journal_rows: list[JournalRow] | None = None,
         resumed_items: Sequence[OpenItem] = (),
+        on_finished: Sequence[OnFinished] = (),
     ) -> ResponseRun:
         """Start the run of a stored response (defer: let its relay start it, see `START_AT_MOST`;
         resumed: an earlier life of the response ran, its journal records are read, or given as
         `journal_rows`; `resumed_items`: message items a crash left open that the re-run's replay
-        of their recorded model call continues)."""
+        of their recorded model call continues; `on_finished`: told after the launcher's own)."""
         usage = sink.usage
-        mapper = ItemMapper(
+        mapping = MapperSetup(
             spec.response_id,
             sink.emit,
             next_output_index=next_index,
@@ -134,19 +135,20 @@ class Launcher:
             usage=usage.stream,
         )
         types = self._settings.checkpoint_types
-        pairing = SqlPairing(self._store, spec, plan, sink, mapper, types, trace=trace)
-        ending = Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace)
+        pairing = SqlPairing(self._store, spec, plan, sink, mapping, types, trace=trace)
         journal = JournalUse(sink.journal, self._records(spec.response_id, resumed, journal_rows))
-        run = ResponseRun(
-            spec,
-            sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
-            ending=ending,
-            hand_over=lambda outage: self._hand_over(spec.response_id, outage=outage),
-            trace=trace,
+        return self._start(
+            ResponseRun(
+                spec,
+                sink=sink,
+                driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
+                ending=Ending(spec, sink, pairing, self._store.output_items, usage, trace=trace),
+                hand_over=lambda outage: self._hand_over(spec.response_id, outage=outage),
+                trace=trace,
+                on_finished=(self._after_stored_run, *self._finished_hooks(), *on_finished),
+            ),
+            defer,
         )
-        run.on_finished.append(self._after_stored_run)
-        return self._start(run, defer)
 
     def _records(
         self, response_id: str, resumed: bool, given: list[JournalRow] | None
@@ -169,11 +171,18 @@ class Launcher:
         return read
 
     def launch_in_memory(
-        self, spec: RunSpec, plan: RunPlan, sink: MemorySink, *, defer: bool, trace: RunTrace = NO_TRACE
+        self,
+        spec: RunSpec,
+        plan: RunPlan,
+        sink: MemorySink,
+        *,
+        defer: bool,
+        trace: RunTrace = NO_TRACE,
+        on_finished: Sequence[OnFinished] = (),
     ) -> ResponseRun:
         """Start the run of a `store=false` response (nothing is written)."""
         usage = RunUsage(UsageMeter(), StreamUsage())
-        mapper = ItemMapper(
+        mapping = MapperSetup(
             spec.response_id,
             sink.emit,
             server_label=self._app.name,
@@ -193,21 +202,24 @@ class Launcher:
             )
             return await reader.load(checkpoint_id)
 
-        pairing = MemoryPairing(mapper, sink, stored_checkpoint)
+        pairing = MemoryPairing(mapping, sink, stored_checkpoint)
 
         async def nothing_to_release(_outage: bool) -> None:
             return None
 
         journal = JournalUse(RunJournal(spec.response_id, None))
-        run = ResponseRun(
-            spec,
-            sink=sink,
-            driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
-            ending=Ending(spec, sink, pairing, None, usage),
-            hand_over=nothing_to_release,
-            trace=trace,
+        return self._start(
+            ResponseRun(
+                spec,
+                sink=sink,
+                driver=self._driver(spec, plan, sink, pairing, usage.meter, journal),
+                ending=Ending(spec, sink, pairing, None, usage),
+                hand_over=nothing_to_release,
+                trace=trace,
+                on_finished=(*self._finished_hooks(), *on_finished),
+            ),
+            defer,
         )
-        return self._start(run, defer)
 
     def _driver(
         self,
@@ -222,10 +234,16 @@ class Launcher:
         pacing = Pacing(s.yield_every, s.commit_lag, "live" if sink.live else "durable")
         return Driver(spec, plan, sink, pairing, self._entry, pacing, meter, journal)
 
+    def _finished_hooks(self) -> tuple[OnFinished, ...]:
+        """What every run tells once finished: it leaves the registry, relays waiting on it
+        re-check (it may have ended without a commit), its end is counted."""
+        return (self._registry.remove, self._publish_end, _count_end)
+
+    def _publish_end(self, run: ResponseRun) -> None:
+        self._store.notifier.publish(run.response_id)
+
     def _start(self, run: ResponseRun, defer: bool) -> ResponseRun:
         self._registry.add(run)
-        run.on_finished.append(lambda r: self._store.notifier.publish(r.response_id))
-        run.on_finished.append(_count_end)
         if defer:
             run.start_soon(START_AT_MOST)
         else:

@@ -1,17 +1,16 @@
 """Map an agent's update stream to Responses output items and events.
 
 Invariants:
-- Output item ids and `output_index` values are the host's: indexes count up from where the
-  response stands (never reused, also across recoveries), ids derive from (response id, index).
-  The exceptions are the items a client answers by id: an `mcp_approval_request` carries the
+- Output item ids and `output_index` values are the host's (`item_ledger.ItemLedger`). The
+  exceptions are the items a client answers by id: an `mcp_approval_request` carries the
   framework's approval request id, a `request_info` call its request id as `call_id`, so an
   answer reaches exactly the request it names; and a request shown as messages (a review) has
   ids derived from its request id, so recovery, which re-emits it, can tell it was shown. The
   agent's own message ids only group chunks into items; they are never sent.
-- Opening events (`output_item.added`, `content_part.added`, deltas) are emitted as updates
-  arrive; closing events are emitted only by `close_all()`, which the run calls at a commit
-  point (a checkpoint or the end of the run). So an item is closed `completed` only in the same
-  transaction as the checkpoint that follows it, and a completed item is never taken back.
+- Opening events are emitted as updates arrive; closing events only by `close_all()`, which
+  the run calls at a commit point (a checkpoint or the end of the run). So an item is closed
+  `completed` only in the same transaction as the checkpoint that follows it, and a completed
+  item is never taken back.
 - A content streamed as deltas and then repeated whole (`merge_mode="replace"`, as the
   Responses client does for text, arguments and reasoning) is shown once.
 - A tool the agent runs itself is one `mcp_call` item (name, arguments, output, or error), shown
@@ -22,7 +21,7 @@ Invariants:
   `function_call_output` item, both closed at the next commit point (the representation of the
   Foundry host). A tool declared by the request (the client runs it) is a `function_call` item
   alone; a tool that waits for approval is an `mcp_approval_request` item alone (its call is held
-  back while it streams, and never shown).
+  back while it streams, and never shown: `request_items`).
 """
 
 from __future__ import annotations
@@ -30,15 +29,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agent_framework import AgentResponseUpdate, Content
 
 from ..protocol import events as ev
-from ..protocol import ids, items
-from .approval_calls import AnsweredCall, PendingApproval, arguments_json
+from ..protocol import items
+from .approval_calls import AnsweredCall, PendingApproval
+from .item_ledger import Emit, ItemLedger
 from .open_items import (
-    APPROVAL,
     FUNCTION_CALL,
     FUNCTION_CALL_OUTPUT,
     MCP_CALL,
@@ -46,19 +46,15 @@ from .open_items import (
     REASONING,
     ClosedItem,
     OpenItem,
-    closing_events,
     message_item_id,
     message_key,
     ran_tool_item_id,
-    request_message_id,
 )
-from .pending import clean_request_info_arguments, json_friendly, request_info_data
-from .requests import RequestKind, classify, shown_texts
+from .pending import json_friendly
+from .request_items import RequestItems
 from .usage import StreamUsage
 
 log = logging.getLogger("durable_responses.mapping")
-
-Emit = Callable[[dict[str, Any]], None]
 
 # How a tool the server ran is shown (`RuntimeSettings.server_tools`).
 SERVER_TOOLS_MCP = "mcp_call"
@@ -73,39 +69,46 @@ def _text_of(value: Any) -> str:
     return json.dumps(json_friendly(value), ensure_ascii=False, separators=(",", ":"))
 
 
+@dataclass(frozen=True)
+class MapperSetup:
+    """What a run's `ItemMapper` is built from: the response, where its events go, where its
+    output stands (`next_output_index`, the requests it `announced`, the items a crash left
+    open that a replay continues: `resumed`), and how tools are shown. The pairing builds the
+    mapper from it (`Pairing`), telling it where an item closed early goes."""
+
+    response_id: str
+    emit: Emit
+    next_output_index: int = 0
+    announced: frozenset[str] = frozenset()
+    server_label: str = "agent"
+    answered_calls: Mapping[str, AnsweredCall] | None = None
+    server_tools: str = SERVER_TOOLS_MCP
+    resumed: Sequence[OpenItem] = ()
+    usage: StreamUsage | None = None
+
+
 class ItemMapper:
-    def __init__(
-        self,
-        response_id: str,
-        emit: Emit,
-        *,
-        next_output_index: int = 0,
-        announced: frozenset[str] = frozenset(),
-        server_label: str = "agent",
-        answered_calls: Mapping[str, AnsweredCall] | None = None,
-        server_tools: str = SERVER_TOOLS_MCP,
-        resumed: Sequence[OpenItem] = (),
-        usage: StreamUsage | None = None,
-    ) -> None:
-        self._response_id = response_id
-        self._emit = emit
-        self.next_output_index = next_output_index
-        self._open: dict[str, OpenItem] = {}
+    def __init__(self, setup: MapperSetup, *, on_closed: Callable[[ClosedItem], None] | None = None) -> None:
+        self._response_id = setup.response_id
+        self._emit = setup.emit
+        self._items = ItemLedger(
+            setup.response_id,
+            setup.emit,
+            next_output_index=setup.next_output_index,
+            announced=setup.announced,
+            resumed=setup.resumed,
+        )
         # Per author, the key of the message (or reasoning) item its text currently goes to:
         # the Responses client sends no message ids, and an author's text after a tool call is a
         # new message.
         self._current: dict[str, str] = {}
         self._serial = 0
-        self.usage = usage if usage is not None else StreamUsage()  # what the stream reports
+        # What the stream reports.
+        self.usage = setup.usage if setup.usage is not None else StreamUsage()
         # The finish reason of the latest model reply that had one ("length": cut at the token
         # limit, so the response ends `incomplete`).
         self.finish_reason: str | None = None
-        # Requests (by call id or item id) this response already announced (recovery):
-        # restoring a checkpoint re-emits every pending request, which must not become a
-        # second item for the same request.
-        self._announced = set(announced)
-        self._server_label = server_label
-        self.approvals: list[PendingApproval] = []
+        self._server_label = setup.server_label
         # Function calls being streamed, not yet shown (call id -> [name, argument chunks]): a
         # call is shown once the next content says what it is (a tool the server runs, or a
         # call the client runs); a call that turns into an approval request is never shown
@@ -114,24 +117,31 @@ class ItemMapper:
         # Calls this turn's approval answers let run (call id -> name, arguments, approval
         # request id): the previous turn showed only their approval requests, so each is shown
         # with its result.
-        self._answered_calls = dict(answered_calls or {})
-        self._mcp = server_tools == SERVER_TOOLS_MCP
-        # Call ids whose `mcp_call` item is shown (closed at once, so not in `_open`).
+        self._answered_calls = dict(setup.answered_calls or {})
+        self._mcp = setup.server_tools == SERVER_TOOLS_MCP
+        # Call ids whose `mcp_call` item is shown (closed at once, so never open).
         self._ran: set[str] = set()
         # Told of every item closed before a commit point (an `mcp_call`), right after its
         # closing event: the pairing writes its row with that event.
-        self.on_closed: Callable[[ClosedItem], None] | None = None
-        # Message items a crash left open whose model call the journal replays (recovery): they
-        # go on as the same items; one the re-run never replays to its end closes `incomplete`.
-        self._shown: set[str] = set()  # ids of the items this mapper opened
+        self._on_closed = on_closed
         self._alias: dict[str, str] = {}  # a message id's key -> the key its item has
-        for item in resumed:
-            self._open[item.key] = item
-            self._shown.add(item.item_id)
+        self._requests = RequestItems(
+            self._items, setup.emit, server_label=setup.server_label, drop_call=self._drop_call
+        )
+
+    @property
+    def approvals(self) -> list[PendingApproval]:
+        """A plain agent's tool calls awaiting approval (kept with a completed end)."""
+        return self._requests.approvals
+
+    @property
+    def next_output_index(self) -> int:
+        """The index the next item opened gets."""
+        return self._items.next_output_index
 
     @property
     def has_open(self) -> bool:
-        return bool(self._open)
+        return self._items.has_open
 
     def feed(self, update: AgentResponseUpdate) -> None:
         reason = update.finish_reason
@@ -158,7 +168,7 @@ class ItemMapper:
         elif kind == "function_call":
             self._current.pop(author, None)
             if content.name == "request_info":
-                self._request_info(content)
+                self._requests.request_info(content)
             else:
                 self._function_call(content, replace)
         elif kind == "function_result":
@@ -169,23 +179,15 @@ class ItemMapper:
             # Inside a workflow the update is the WorkflowAgent's; the request's event names the
             # executor (the agent) that asked.
             source = getattr(update.raw_representation, "source_executor_id", None)
-            self._approval(source if isinstance(source, str) and source else author, content)
+            self._requests.approval(source if isinstance(source, str) and source else author, content)
         elif kind == "usage":
             details: Any = content.usage_details or {}
             self.usage.feed(author, details, replace=replace)
         else:
             log.debug("ignoring %s content in response %s", kind, self._response_id)
 
-    def _open_item(
-        self, kind: str, key: str, item: Callable[[str], dict[str, Any]], item_id: str | None = None
-    ) -> OpenItem:
-        index = self._next_index()
-        item_id = item_id or ids.output_item_id(self._response_id, index, kind)
-        self._shown.add(item_id)
-        opened = OpenItem(index, item_id, kind, key)
-        self._open[key] = opened
-        self._emit(ev.output_item_added(index, item(item_id)))
-        return opened
+    def _drop_call(self, call_id: str) -> None:
+        self._calls.pop(call_id, None)
 
     def _fresh_key(self, prefix: str, author: str) -> str:
         self._serial += 1
@@ -196,9 +198,9 @@ class ItemMapper:
         if update.message_id:
             by_id = message_key(update.message_id)
             key = self._alias.get(by_id, by_id)
-            if key not in self._open:
+            if key not in self._items:
                 derived = message_item_id(self._response_id, update.message_id)
-                if derived in self._announced or derived in self._shown:
+                if self._items.announced(derived) or self._items.shown(derived):
                     # The same message shown again (a workflow that yields an earlier reply
                     # once more): a new item, as any other.
                     key = self._fresh_key("msg", author)
@@ -213,9 +215,9 @@ class ItemMapper:
                 else self._fresh_key("msg", author)
             )
         self._current[author] = key
-        item = self._open.get(key)
+        item = self._items.get(key)
         if item is None:
-            item = self._open_item(
+            item = self._items.open(
                 MESSAGE, key, lambda i: items.message_item(i, status="in_progress"), item_id
             )
             self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
@@ -231,20 +233,13 @@ class ItemMapper:
             item.text_parts.append(text)
             self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
 
-    def _message(self, text: str, key: str, item_id: str) -> None:
-        """A whole message at once (a request's content shown to the client)."""
-        item = self._open_item(MESSAGE, key, lambda i: items.message_item(i, status="in_progress"), item_id)
-        self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
-        item.text_parts.append(text)
-        self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
-
     def _reasoning(self, author: str, content: Content, replace: bool) -> None:
         current = self._current.get(author)
         key = current if current is not None and current.startswith("rs:") else self._fresh_key("rs", author)
         self._current[author] = key
-        item = self._open.get(key)
+        item = self._items.get(key)
         if item is None:
-            item = self._open_item(REASONING, key, lambda i: items.reasoning_item(i, status="in_progress"))
+            item = self._items.open(REASONING, key, lambda i: items.reasoning_item(i, status="in_progress"))
         text = content.text or ""
         if not text or (replace and item.text_parts):
             return
@@ -258,7 +253,7 @@ class ItemMapper:
     def _function_call(self, content: Content, replace: bool) -> None:
         call_id = content.call_id or ""
         raw = content.arguments
-        shown = self._open.get(f"fc:{call_id}")
+        shown = self._items.get(f"fc:{call_id}")
         if shown is not None:
             # A re-announcement of a call already shown (a declaration-only tool's marker, or the
             # replay of a call a crash left open: it goes on as the same item).
@@ -275,7 +270,7 @@ class ItemMapper:
         """Show the buffered calls in order (all, or up to and including `until`)."""
         for call_id in list(self._calls):
             name, chunks = self._calls.pop(call_id)
-            item = self._open_item(
+            item = self._items.open(
                 FUNCTION_CALL,
                 f"fc:{call_id}",
                 lambda i, c=call_id, n=name: items.function_call_item(  # type: ignore[misc]
@@ -292,20 +287,20 @@ class ItemMapper:
 
     def _function_result(self, content: Content) -> None:
         call_id = content.call_id or ""
-        if self._mcp and f"fc:{call_id}" not in self._open:
+        if self._mcp and f"fc:{call_id}" not in self._items:
             self._ran_tool(call_id, content)
             return
         key = f"fco:{call_id}"
-        if key in self._open:
+        if key in self._items:
             return
         answered = self._answered_calls.pop(call_id, None)
-        if answered is not None and f"fc:{call_id}" not in self._open:
+        if answered is not None and f"fc:{call_id}" not in self._items:
             self._calls[call_id] = (answered.name, [answered.arguments])
             self._show_calls()
         output = _text_of(content.result)
         if not output and content.exception is not None:
             output = f"Error: {content.exception}"
-        item = self._open_item(
+        item = self._items.open(
             FUNCTION_CALL_OUTPUT,
             key,
             lambda i: items.function_call_output_item(
@@ -319,7 +314,7 @@ class ItemMapper:
         # The item's id derives from the call's: a rerun that replays the same call (a journal)
         # shows it once; a rerun that calls the tool again shows that second run too.
         item_id = ran_tool_item_id(self._response_id, call_id)
-        if call_id in self._ran or item_id in self._announced:
+        if call_id in self._ran or self._items.announced(item_id):
             self._calls.pop(call_id, None)
             return
         self._ran.add(call_id)
@@ -334,7 +329,7 @@ class ItemMapper:
         output = _text_of(content.result)
         error = None if content.exception is None else f"Error: {content.exception}"
         label = self._server_label
-        index = self._next_index()
+        index = self._items.next_index()
         item = OpenItem(index, item_id, MCP_CALL, f"mcp:{call_id}")
         item.call_id, item.name, item.server_label = call_id, name, label
         item.arguments.append(arguments or "{}")
@@ -343,64 +338,8 @@ class ItemMapper:
         self._emit(ev.output_item_added(index, item.final("in_progress")))
         final = item.final("completed")
         self._emit(ev.output_item_done(index, final))
-        if self.on_closed is not None:
-            self.on_closed(ClosedItem(index, item.item_id, "completed", True, final))
-
-    def _approval(self, author: str, content: Content) -> None:
-        request_id = content.id or ""
-        call = content.function_call
-        if call is not None:
-            self._calls.pop(call.call_id or "", None)  # the approval request stands for the call
-        if request_id in self._announced:
-            return
-        self._announced.add(request_id)
-        name = (call.name if call is not None else None) or ""
-        arguments = arguments_json(call.arguments if call is not None else None)
-        label = author or self._server_label
-        item = self._open_item(
-            APPROVAL,
-            f"mcpr:{request_id}",
-            lambda i: items.mcp_approval_request_item(i, name=name, arguments=arguments, server_label=label),
-            item_id=request_id,
-        )
-        item.name, item.server_label = name, label
-        item.arguments.append(arguments)
-        self.approvals.append(PendingApproval(request_id, content.to_dict()))
-
-    def _request_info(self, content: Content) -> None:
-        """A workflow's `request_info`: shown by its kind (see `requests`)."""
-        call_id, name, arguments = clean_request_info_arguments(content)
-        if call_id in self._announced:
-            return
-        self._announced.add(call_id)
-        data = request_info_data(content)
-        kind = classify(data)
-        if kind == RequestKind.TOOL_APPROVAL:
-            # (The framework passes approvals through as themselves; kept for completeness.)
-            self._approval("", data)
-            return
-        if kind.takes_message:
-            for n, text in enumerate(shown_texts(kind, data)):
-                item_id = request_message_id(call_id, n)
-                if item_id not in self._announced:
-                    self._message(text, f"req:{call_id}:{n}", item_id)
-            return
-        key = f"fc:{call_id}"
-        item = self._open_item(
-            FUNCTION_CALL,
-            key,
-            lambda i: items.function_call_item(
-                i, call_id=call_id, name=name, arguments="", status="in_progress"
-            ),
-        )
-        item.call_id, item.name = call_id, name
-        item.arguments.append(arguments)
-        self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
-
-    def _next_index(self) -> int:
-        index = self.next_output_index
-        self.next_output_index += 1
-        return index
+        if self._on_closed is not None:
+            self._on_closed(ClosedItem(index, item.item_id, "completed", True, final))
 
     # -- closing --------------------------------------------------------------------------
 
@@ -408,21 +347,5 @@ class ItemMapper:
         """Emit the closing events of every open item; return them for `output_items`."""
         if self._calls:
             self._show_calls()
-        closed: list[ClosedItem] = []
-        done = status == "completed"
-        for item in sorted(self._open.values(), key=lambda i: i.output_index):
-            if item.replay_pending and done:
-                # Resumed for a replay that never came (the call was made live instead): what
-                # the stream showed of it is not a completed item.
-                self._emit(ev.output_item_done(item.output_index, item.final("incomplete")))
-                closed.append(
-                    ClosedItem(item.output_index, item.item_id, "incomplete", False, item.final("incomplete"))
-                )
-                continue
-            final = item.final(status)
-            for event in closing_events(item, final, done):
-                self._emit(event)
-            closed.append(ClosedItem(item.output_index, item.item_id, status, done, final))
-        self._open.clear()
         self._current.clear()
-        return closed
+        return self._items.close_all(status)

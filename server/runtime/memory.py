@@ -21,7 +21,7 @@ from agent_framework import InMemoryCheckpointStorage, WorkflowCheckpoint
 from ..protocol import events as ev
 from ..protocol.sse import dumps
 from ..store import CheckpointRow, EventRow, Finish, PendingRequestRow
-from .mapping import ItemMapper
+from .mapping import MapperSetup
 from .open_items import ClosedItem
 from .pairing import Pairing
 from .sinks import Sink
@@ -114,8 +114,8 @@ class MemoryCheckpointStorage(InMemoryCheckpointStorage):
 class MemoryPairing(Pairing):
     """The pairing of a `store=false` run: each checkpoint closes the items open before it."""
 
-    def __init__(self, mapper: ItemMapper, sink: MemorySink, fallback: Loader | None = None) -> None:
-        super().__init__(mapper)
+    def __init__(self, mapping: MapperSetup, sink: MemorySink, fallback: Loader | None = None) -> None:
+        super().__init__(mapping)
         self._sink = sink
         self._storage = MemoryCheckpointStorage(self._on_save, fallback)
 

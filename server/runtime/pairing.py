@@ -27,7 +27,7 @@ from ..observability import metrics
 from ..store import Store
 from .approval_calls import PendingApproval
 from .checkpoint_storage import SqlCheckpointStorage
-from .mapping import ItemMapper
+from .mapping import ItemMapper, MapperSetup
 from .open_items import ClosedItem
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
@@ -49,18 +49,16 @@ class CheckpointSaveFailed(Exception):
 
 
 class Pairing(ABC):
-    """A run's checkpoint storage and what it closed (the interface both kinds share)."""
+    """A run's checkpoint storage, its mapper (built here from `mapping`, its items closed
+    early told to the pairing) and what it closed (the interface both kinds share)."""
 
-    def __init__(self, mapper: ItemMapper) -> None:
-        self.mapper = mapper
+    def __init__(self, mapping: MapperSetup) -> None:
+        self.mapper = ItemMapper(mapping, on_closed=self._closed_early)
         self.closed: list[ClosedItem] = []  # every item this run closed, in order
         self.last_checkpoint: WorkflowCheckpoint | None = None
-        # A plain agent's `AgentSession` for this run (set by the driver), kept with the end.
-        self.session: Any = None
         # Items the mapper closed before a commit point (a tool the server ran), whose rows
         # have not been handed to the sink yet: they go with the next write.
         self._held: list[ClosedItem] = []
-        mapper.on_closed = self._closed_early
 
     @property
     @abstractmethod
@@ -106,14 +104,14 @@ class SqlPairing(Pairing):
         spec: RunSpec,
         plan: RunPlan,
         sink: Sink,
-        mapper: ItemMapper,
+        mapping: MapperSetup,
         allowed_types: Iterable[str],
         *,
         trace: RunTrace = NO_TRACE,
     ) -> None:
-        super().__init__(mapper)
+        super().__init__(mapping)
         self._sink = sink
-        self.trace = trace
+        self._trace = trace
         self._writes: deque[asyncio.Future[None]] = deque()
         self._storage = SqlCheckpointStorage(
             store,
@@ -158,12 +156,12 @@ class SqlPairing(Pairing):
         row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
         write = self._sink.send(closed, checkpoint=row, urgent=True)
         metrics.CHECKPOINT_BYTES.observe(len(data))
-        superstep = self.trace.superstep(
+        superstep = self._trace.superstep(
             checkpoint_id=row.checkpoint_id,
             iteration=checkpoint.iteration_count,
             event_seq=row.event_seq,
         )
-        self.trace.checkpoint_commit(write, superstep)
+        self._trace.checkpoint_commit(write, superstep)
         self.last_checkpoint = checkpoint
         writes = self._writes
         writes.append(write)

@@ -36,10 +36,11 @@ class RunRegistry:
     # -- membership ---------------------------------------------------------------------
 
     def add(self, run: ResponseRun) -> None:
+        """Register a run built with `remove` among its `on_finished` (the launcher's)."""
         self._runs[run.response_id] = run
-        run.on_finished.append(self._remove)
 
-    def _remove(self, run: ResponseRun) -> None:
+    def remove(self, run: ResponseRun) -> None:
+        """A run finished: it leaves the registry (if it is the one registered)."""
         if self._runs.get(run.response_id) is run:
             del self._runs[run.response_id]
         if self._on_removed is not None:

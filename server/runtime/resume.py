@@ -252,14 +252,12 @@ class Resumer:
         closed: list[ClosedItem] = []
         for item in open_items:
             if item.kind == MESSAGE and item.item_id in replayed:
-                item.key = message_key(replayed[item.item_id])
-                item.replay_pending = len(item.text)
-                resumed.append(item)
+                key = message_key(replayed[item.item_id])
+                resumed.append(dataclasses.replace(item, key=key, replay_pending=len(item.text)))
                 continue
             if item.kind == FUNCTION_CALL and item.call_id in calls:
-                item.key = f"fc:{item.call_id}"
-                item.replay_pending = 1  # until the replay announces the call again
-                resumed.append(item)
+                # Pending until the replay announces the call again.
+                resumed.append(dataclasses.replace(item, key=f"fc:{item.call_id}", replay_pending=1))
                 continue
             final = item.final("incomplete")
             sink.emit(ev.output_item_done(item.output_index, final))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -32,6 +32,10 @@ from .sinks import Sink
 from .telemetry import NO_TRACE, RunTrace
 
 log = logging.getLogger("durable_responses.run")
+
+# Told of a run once it finished, whatever its end (in the order given; one that raises is
+# logged, the others still run).
+OnFinished = Callable[["ResponseRun"], None]
 
 
 class StopKind(StrEnum):
@@ -59,6 +63,7 @@ class ResponseRun:
         ending: Ending,
         hand_over: Callable[[bool], Awaitable[None]],
         trace: RunTrace = NO_TRACE,
+        on_finished: Sequence[OnFinished] = (),
     ) -> None:
         self.spec = spec
         self.trace = trace
@@ -71,7 +76,7 @@ class ResponseRun:
         self.task: asyncio.Task[None] | None = None
         self.done = asyncio.Event()
         self.stop_reason: StopRun | None = None
-        self.on_finished: list[Callable[[ResponseRun], None]] = []
+        self._on_finished = tuple(on_finished)
 
     @property
     def final_status(self) -> str | None:
@@ -182,7 +187,7 @@ class ResponseRun:
 
     def _finished(self) -> None:
         self.done.set()
-        for cb in self.on_finished:
+        for cb in self._on_finished:
             try:
                 cb(self)
             except Exception:  # a callback must not turn a finished run into a failed one
@@ -214,7 +219,10 @@ class ResponseRun:
         if self._driver.truncated:
             # The model's last reply was cut at the token limit: what it gave is kept.
             await self._ending.finish(
-                "incomplete", close_status="completed", incomplete_details={"reason": "max_output_tokens"}
+                "incomplete",
+                close_status="completed",
+                incomplete_details={"reason": "max_output_tokens"},
+                session=self._driver.session,
             )
             return
-        await self._ending.finish("completed", close_status="completed")
+        await self._ending.finish("completed", close_status="completed", session=self._driver.session)

@@ -11,7 +11,7 @@ from agent_framework import AgentResponseUpdate, Content
 from durable_responses.protocol import events as ev
 from durable_responses.protocol.request import CreateRequest
 from durable_responses.runtime.ending import Ending
-from durable_responses.runtime.mapping import ItemMapper
+from durable_responses.runtime.mapping import MapperSetup
 from durable_responses.runtime.open_items import reopen_from_events
 from durable_responses.runtime.pairing import SqlPairing
 from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
@@ -32,16 +32,18 @@ async def test_a_crash_while_a_recovered_response_ends_leaves_its_open_items_ope
     rid, owner = "resp_1", "p1"
     await store.insert_response(owned(rid, owner), [], [event(0, "response.created")])
     sink = SqlSink(store, rid, owner, live=True, start_seq=1)
+    request = CreateRequest.from_json_dict({"model": "m", "input": "send_receipt", "background": True})
+    spec = RunSpec(rid, "alice", time.time(), request, True, lineage_for(request, rid), all_output_here=False)
     # Index 0 is an earlier life's (stored): this life goes on at 1.
-    mapper = ItemMapper(rid, sink.emit, next_output_index=1)
+    pairing = SqlPairing(
+        store, spec, RunPlan(messages=[]), sink, MapperSetup(rid, sink.emit, next_output_index=1), ()
+    )
+    mapper = pairing.mapper
     reply = AgentResponseUpdate(
         contents=[Content.from_text("receipt sent")], role="assistant", author_name="clerk", message_id="m1"
     )
     mapper.feed(reply)
     await sink.settle()  # the item's opening events are committed (live delivery)
-    request = CreateRequest.from_json_dict({"model": "m", "input": "send_receipt", "background": True})
-    spec = RunSpec(rid, "alice", time.time(), request, True, lineage_for(request, rid), all_output_here=False)
-    pairing = SqlPairing(store, spec, RunPlan(messages=[]), sink, mapper, ())
     reading, release = asyncio.Event(), asyncio.Event()
 
     async def stored_items(response_id: str) -> list[OutputItemRow]:

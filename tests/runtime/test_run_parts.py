@@ -10,14 +10,13 @@ from pathlib import Path
 
 from durable_responses.examples.echo_agent import echo_agent
 from durable_responses.protocol.request import parse_create_request
-from durable_responses.runtime import ending, launcher, pairing
+from durable_responses.runtime import ending, launcher
 from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.mapping import ItemMapper
+from durable_responses.runtime.mapping import MapperSetup
 from durable_responses.runtime.memory import MemoryPairing, MemorySink
-from durable_responses.runtime.plan import RunPlan, RunSpec
+from durable_responses.runtime.plan import RunSpec
 from durable_responses.runtime.registry import RunRegistry
 from durable_responses.runtime.settings import RuntimeSettings
-from durable_responses.runtime.telemetry import Telemetry
 from durable_responses.runtime.usage import RunUsage, StreamUsage, Usage, UsageMeter
 from durable_responses.store import Store
 from tests.store.helpers import event, owned
@@ -65,26 +64,14 @@ async def test_a_sink_carries_what_earlier_lives_left_from_its_construction(stor
     assert json.loads(row.usage)["input_tokens"] == 12 and json.loads(row.usage)["output_tokens"] == 5
 
 
-async def test_a_pairing_and_an_ending_take_their_trace_at_construction(store: Store) -> None:
-    spec = _spec("resp_2")
-    sink = _launcher(store).sink("resp_2", 1, "durable")
-    mapper = ItemMapper("resp_2", sink.emit, usage=sink.usage.stream)
-    trace, _ = Telemetry("app", "p1").first_life("resp_2", delivery="durable", background=True)
-    paired = pairing.SqlPairing(store, spec, RunPlan(messages=[]), sink, mapper, (), trace=trace)
-    assert paired.trace is trace
-    ended = ending.Ending(spec, sink, paired, store.output_items, sink.usage, trace=trace)
-    assert ended.trace is trace
-    trace.close(None)
-
-
 async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
     """`Ending` against a memory sink: the terminal event carries the run's usage (earlier
     lives' plus this run's stream), and the open items it closes."""
     sink = MemorySink()
     stream = StreamUsage()
     usage = RunUsage(UsageMeter(), stream, Usage.from_body(_usage_json(7, 3)))
-    mapper = ItemMapper("resp_3", sink.emit, usage=stream)
-    end = ending.Ending(_spec("resp_3"), sink, MemoryPairing(mapper, sink), None, usage)
+    paired = MemoryPairing(MapperSetup("resp_3", sink.emit, usage=stream), sink)
+    end = ending.Ending(_spec("resp_3"), sink, paired, None, usage)
     await end.finish("completed", close_status="completed")
     terminal = json.loads(sink.events[-1].data)
     assert terminal["type"] == "response.completed"
@@ -93,22 +80,70 @@ async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
     assert end.status == "completed"
 
 
+# The modules that build a run and its parts, and the parts themselves. (Not the mapper's: its
+# items in the making, `open_items.OpenItem`, grow as their content streams.)
+RUN_MODULES = (
+    "launcher.py",
+    "creation.py",
+    "resume.py",
+    "run.py",
+    "drive.py",
+    "pairing.py",
+    "memory.py",
+    "ending.py",
+    "registry.py",
+    "sinks.py",
+)
+MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault"}
+
+
+def _patches(name: str, source: str | None = None) -> list[str]:
+    """Where module `name` (or `source`) sets an attribute of an object other than `self` (`x.a = ...`, also
+    `self.x.a = ...`), or grows a list or set another object holds (`run.hooks.append(...)`)."""
+    found = []
+    if source is None:
+        source = (RUNTIME / name).read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
+        for target in [t for tt in targets for t in (tt.elts if isinstance(tt, ast.Tuple) else [tt])]:
+            if isinstance(target, ast.Attribute) and not (
+                isinstance(target.value, ast.Name) and target.value.id == "self"
+            ):
+                found.append(f"{name}:{node.lineno} {ast.unparse(target)}")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+            and isinstance(node.func.value, ast.Attribute)
+            and isinstance(node.func.value.value, ast.Name)
+            and node.func.value.value.id != "self"
+        ):
+            found.append(f"{name}:{node.lineno} {ast.unparse(node.func)}")
+    return found
+
+
 def test_no_part_of_a_run_is_patched_after_construction() -> None:
-    """The launcher and the creator set no attribute of an object they built (only their own)."""
-    patched = []
-    for name in ("launcher.py", "creation.py"):
-        tree = ast.parse((RUNTIME / name).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AugAssign | ast.AnnAssign)
-                else []
-            )
-            for target in targets:
-                if isinstance(target, ast.Attribute) and not (
-                    isinstance(target.value, ast.Name) and target.value.id == "self"
-                ):
-                    patched.append(f"{name}:{node.lineno} {ast.unparse(target)}")
+    """A run is built from parts given to constructors: no module that builds one, nor any of
+    its parts, sets an attribute of an object it was given or built, or adds to a list another
+    object holds (a run's finish hooks are a constructor argument)."""
+    patched = [p for name in RUN_MODULES for p in _patches(name)]
     assert not patched, patched
+
+
+def test_the_patch_finder_finds_patches() -> None:
+    """The check above can fail: each shape it forbids is found."""
+    source = "def f(self, run, sink):\n    sink.usage_source = 1\n    self._pairing.session = 2\n"
+    source += "    run.on_finished.append(3)\n    a.b, self.c = 4, 5\n    self.d = 6\n"
+    found = _patches("probe.py", source)
+    assert [f.split(" ", 1)[1] for f in found] == [
+        "sink.usage_source",
+        "self._pairing.session",
+        "a.b",
+        "run.on_finished.append",
+    ]

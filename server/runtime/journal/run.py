@@ -144,6 +144,12 @@ class RunJournal:
         if rows:
             self.dirty = True
 
+    def start(self, checkpoint_id: str, rows: Sequence[JournalRow]) -> None:
+        """The run starts from `checkpoint_id` (the one it restores; "" for none), with the
+        records an earlier life of the response left (`rows`, oldest first)."""
+        self.checkpoint_id = checkpoint_id
+        self.load(rows)
+
     def new_superstep(self, checkpoint_id: str) -> None:
         """A checkpoint that starts a superstep was saved: what the journal held is for the
         superstep before it (its deletion rides with that checkpoint's write)."""
