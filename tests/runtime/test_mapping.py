@@ -1,0 +1,165 @@
+"""`ItemMapper` alone: an agent's update stream in, Responses events out (a list as the sink)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_framework import AgentResponseUpdate, Content
+
+from durable_responses.protocol import events as ev
+from durable_responses.runtime.mapping import SERVER_TOOLS_FUNCTION, ItemMapper, MapperSetup
+from durable_responses.runtime.open_items import ClosedItem
+
+RID = "resp_map"
+
+
+def _mapper(**setup: Any) -> tuple[ItemMapper, list[dict[str, Any]], list[ClosedItem]]:
+    events: list[dict[str, Any]] = []
+    early: list[ClosedItem] = []
+    return ItemMapper(MapperSetup(RID, events.append, **setup), on_closed=early.append), events, early
+
+
+def _text(text: str, *, message_id: str | None = "m1", replace: bool = False) -> AgentResponseUpdate:
+    content = Content.from_text(text, merge_mode="replace") if replace else Content.from_text(text)
+    return AgentResponseUpdate(contents=[content], role="assistant", author_name="bot", message_id=message_id)
+
+
+def _update(*contents: Content, finish_reason: Any = None) -> AgentResponseUpdate:
+    return AgentResponseUpdate(
+        contents=list(contents), role="assistant", author_name="bot", finish_reason=finish_reason
+    )
+
+
+def _types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def test_streamed_text_is_one_message_item_closed_only_at_the_commit_point() -> None:
+    mapper, events, _ = _mapper()
+    for chunk in ("Hel", "lo", "!"):
+        mapper.feed(_text(chunk))
+    assert _types(events) == [
+        ev.OUTPUT_ITEM_ADDED,
+        "response.content_part.added",
+        ev.OUTPUT_TEXT_DELTA,
+        ev.OUTPUT_TEXT_DELTA,
+        ev.OUTPUT_TEXT_DELTA,
+    ]
+    assert [e["delta"] for e in events if e["type"] == ev.OUTPUT_TEXT_DELTA] == ["Hel", "lo", "!"]
+    assert mapper.has_open and mapper.next_output_index == 1
+
+    opened = len(events)
+    (closed,) = mapper.close_all("completed")
+    closing = events[opened:]
+    assert _types(closing) == [ev.OUTPUT_TEXT_DONE, "response.content_part.done", ev.OUTPUT_ITEM_DONE]
+    assert closing[0]["text"] == "Hello!"
+    assert closing[-1]["item"]["status"] == "completed"
+    assert (closed.output_index, closed.status, closed.included) == (0, "completed", True)
+    assert closed.item["content"][0]["text"] == "Hello!"
+    assert not mapper.has_open
+
+
+def test_text_repeated_whole_after_its_deltas_is_shown_once() -> None:
+    mapper, events, _ = _mapper()
+    mapper.feed(_text("Hi "))
+    mapper.feed(_text("there"))
+    mapper.feed(_text("Hi there", replace=True))
+    assert [e["delta"] for e in events if e["type"] == ev.OUTPUT_TEXT_DELTA] == ["Hi ", "there"]
+    (closed,) = mapper.close_all()
+    assert closed.item["content"][0]["text"] == "Hi there"
+
+
+def test_indexes_continue_where_the_response_stands_and_are_never_reused() -> None:
+    mapper, events, _ = _mapper(next_output_index=4)
+    mapper.feed(_text("one", message_id="a"))
+    mapper.feed(_text("two", message_id="b"))
+    added = [e for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED]
+    assert [e["output_index"] for e in added] == [4, 5]
+    assert len({e["item"]["id"] for e in added}) == 2
+    mapper.close_all()
+    mapper.feed(_text("three", message_id="c"))
+    assert events[-3]["type"] == ev.OUTPUT_ITEM_ADDED and events[-3]["output_index"] == 6
+
+
+def test_a_tool_the_server_ran_is_one_mcp_call_closed_at_once_and_told_to_the_pairing() -> None:
+    mapper, events, early = _mapper(server_label="shop")
+    mapper.feed(_update(Content.from_function_call("call_1", "lookup", arguments='{"sku":')))
+    mapper.feed(_update(Content.from_function_call("call_1", "", arguments=' "A1"}')))
+    assert events == []  # a call is held back until the next content says what it is
+    mapper.feed(_update(Content.from_function_result("call_1", result="3")))
+    mapper.feed(_text("It costs 3.", message_id="m2"))
+    assert _types(events)[:2] == [ev.OUTPUT_ITEM_ADDED, ev.OUTPUT_ITEM_DONE]
+    done = events[1]["item"]
+    assert done["type"] == "mcp_call" and done["status"] == "completed"
+    assert (done["name"], done["arguments"], done["output"], done["server_label"]) == (
+        "lookup",
+        '{"sku": "A1"}',
+        "3",
+        "shop",
+    )
+    assert [(c.output_index, c.status, c.included) for c in early] == [(0, "completed", True)]
+    # The text after the tool is the next item; only it is left to close at the commit point.
+    assert events[2]["type"] == ev.OUTPUT_ITEM_ADDED and events[2]["output_index"] == 1
+    assert [c.output_index for c in mapper.close_all()] == [1]
+
+
+def test_a_tool_error_is_the_mcp_calls_error() -> None:
+    mapper, events, _ = _mapper()
+    mapper.feed(_update(Content.from_function_call("call_9", "charge", arguments="{}")))
+    mapper.feed(_update(Content.from_function_result("call_9", exception="card declined")))
+    done = events[1]["item"]
+    assert done["status"] == "failed"
+    assert done["error"]["content"][0]["text"] == "Error: card declined"
+
+
+def test_function_call_mode_shows_a_call_and_its_output_closed_at_the_commit_point() -> None:
+    mapper, events, early = _mapper(server_tools=SERVER_TOOLS_FUNCTION)
+    mapper.feed(_update(Content.from_function_call("call_1", "lookup", arguments="{}")))
+    mapper.feed(_update(Content.from_function_result("call_1", result="3")))
+    added = [e["item"]["type"] for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED]
+    assert added == ["function_call", "function_call_output"]
+    assert ev.OUTPUT_ITEM_DONE not in _types(events) and early == []
+    closed = mapper.close_all()
+    assert [(c.item["type"], c.status) for c in closed] == [
+        ("function_call", "completed"),
+        ("function_call_output", "completed"),
+    ]
+    assert closed[1].item["output"] == "3"
+
+
+def test_a_tool_awaiting_approval_is_an_approval_request_and_its_call_is_never_shown() -> None:
+    mapper, events, _ = _mapper()
+    call = Content.from_function_call("call_7", "refund", arguments='{"amount": 5}')
+    mapper.feed(_update(call))
+    mapper.feed(_update(Content.from_function_approval_request("apr_1", call)))
+    added = [e["item"] for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED]
+    assert [(i["type"], i["id"], i["name"]) for i in added] == [("mcp_approval_request", "apr_1", "refund")]
+    assert [a.request_id for a in mapper.approvals] == ["apr_1"]
+    (closed,) = mapper.close_all()
+    assert closed.item["type"] == "mcp_approval_request"
+
+
+def test_a_request_the_response_announced_already_is_not_shown_again() -> None:
+    """Restoring a checkpoint re-emits every pending request (recovery): one an earlier life
+    announced is not a second item."""
+    mapper, events, _ = _mapper(announced=frozenset({"apr_1"}))
+    call = Content.from_function_call("call_7", "refund", arguments="{}")
+    mapper.feed(_update(Content.from_function_approval_request("apr_1", call)))
+    assert events == [] and mapper.approvals == []
+
+
+def test_closing_otherwise_than_completed_keeps_the_items_out_of_the_output() -> None:
+    mapper, events, _ = _mapper()
+    mapper.feed(_text("cut sho"))
+    (closed,) = mapper.close_all("incomplete")
+    assert _types(events)[-1] == ev.OUTPUT_ITEM_DONE  # no text.done for an item not completed
+    assert events[-1]["item"]["status"] == "incomplete"
+    assert (closed.status, closed.included) == ("incomplete", False)
+
+
+def test_usage_and_a_cut_reply_are_reported() -> None:
+    mapper, _, _ = _mapper()
+    mapper.feed(_update(Content.from_usage({"input_token_count": 11, "output_token_count": 4})))
+    mapper.feed(_update(Content.from_text("and the"), finish_reason="length"))
+    assert (mapper.usage.total().input_tokens, mapper.usage.total().output_tokens) == (11, 4)
+    assert mapper.finish_reason == "length"
