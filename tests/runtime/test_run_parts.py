@@ -8,13 +8,15 @@ import ast
 import json
 from pathlib import Path
 
+from agent_framework import Message
+
 from durable_responses.examples.echo_agent import echo_agent
 from durable_responses.protocol.request import parse_create_request
 from durable_responses.runtime import ending, launcher
 from durable_responses.runtime.apps import HostedApp
 from durable_responses.runtime.mapping import MapperSetup
 from durable_responses.runtime.memory import MemoryPairing, MemorySink
-from durable_responses.runtime.plan import RunSpec
+from durable_responses.runtime.plan import RunPlan, RunSpec
 from durable_responses.runtime.registry import RunRegistry
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.runtime.usage import RunUsage, StreamUsage, Usage, UsageMeter
@@ -62,6 +64,30 @@ async def test_a_sink_carries_what_earlier_lives_left_from_its_construction(stor
     row = await store.get_response("resp_1", None)
     assert row is not None and row.usage is not None
     assert json.loads(row.usage)["input_tokens"] == 12 and json.loads(row.usage)["output_tokens"] == 5
+
+
+async def test_a_launched_run_is_registered_and_leaves_the_registry_through_its_hooks(store: Store) -> None:
+    """The launcher registers the run it built and gives it its finish hooks at construction:
+    once the run ends it has left the registry, and the caller's own hook ran after the
+    launcher's (the registry's removal among them)."""
+    await store.insert_response(owned("resp_4", "p1"), [], [event(0, "response.created")])
+    registry = RunRegistry()
+    app = HostedApp("durable_responses.examples.echo_agent:echo_agent", echo_agent)
+    launch = launcher.Launcher(store, app, RuntimeSettings(), registry, "p1")
+    sink = launch.sink("resp_4", 1, "durable")
+    seen: list[bool] = []
+    plan = RunPlan(messages=[Message("user", ["hi"])])
+    run = launch.launch(
+        _spec("resp_4"),
+        plan,
+        sink=sink,
+        on_finished=(lambda r: seen.append(registry.get(r.response_id) is None),),
+    )
+    assert registry.get("resp_4") is run
+    await run.done.wait()
+    assert seen == [True] and registry.get("resp_4") is None
+    row = await store.get_response("resp_4", None)
+    assert row is not None and row.status == "completed"
 
 
 async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
