@@ -85,3 +85,13 @@ async def test_recovery_reads_the_events_after_a_checkpoint_inside_a_run(store: 
     [state] = (await store.resume_states([row], journal=False)).values()
     assert state.events == written[5:]
     assert state.max_seq == 9
+
+
+async def test_events_holding_a_separator_are_stored_one_per_row(store: Store) -> None:
+    """Text that is not JSON's (a raw record or unit separator) goes one event per row, unchanged."""
+    rid = "resp_raw"
+    await store.insert_response(owned(rid, "p1"), [], [])
+    written = [EventRow(0, "a", "x\x1ey"), EventRow(1, "b", "\x1f"), EventRow(2, "c", "{}")]
+    await store.submit(Write(rid, "p1", events=written))
+    assert await count(store, t.events, response_id=rid) == 3
+    await _every_page(store, rid, written)
