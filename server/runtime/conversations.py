@@ -36,7 +36,8 @@ from ..store import AddedItem, Claims, ConversationRow, Store
 from .continuation import Continuations
 
 
-def _not_found(conversation_id: str) -> errors.ProtocolError:
+def conversation_not_found(conversation_id: str) -> errors.ProtocolError:
+    """The 404 of a conversation that is not the caller's, was deleted or does not exist."""
     return errors.not_found(
         f"Conversation with id '{conversation_id[:128]}' not found.", param="conversation_id"
     )
@@ -64,7 +65,7 @@ class ConversationService:
     async def _row(self, user_id: str, conversation_id: str) -> ConversationRow:
         row = await self._conversations.get(user_id, conversation_id)
         if row is None:
-            raise _not_found(conversation_id)
+            raise conversation_not_found(conversation_id)
         return row
 
     async def get(self, user_id: str, conversation_id: str) -> dict[str, Any]:
@@ -73,12 +74,12 @@ class ConversationService:
     async def update(self, user_id: str, conversation_id: str, metadata: dict[str, str]) -> dict[str, Any]:
         row = await self._conversations.update_metadata(user_id, conversation_id, dumps(metadata))
         if row is None:
-            raise _not_found(conversation_id)
+            raise conversation_not_found(conversation_id)
         return _body(row)
 
     async def delete(self, user_id: str, conversation_id: str) -> dict[str, Any]:
         if not await self._conversations.delete(user_id, conversation_id):
-            raise _not_found(conversation_id)
+            raise conversation_not_found(conversation_id)
         return conversation_deleted_body(conversation_id)
 
     # -- items --------------------------------------------------------------------------
@@ -135,7 +136,7 @@ class ConversationService:
             return [], None
         row = await self._conversations.get(user_id, conv, deleted=True)
         if row is not None and row.deleted_at is not None:
-            raise _not_found(conv)
+            raise conversation_not_found(conv)
         if row is None:
             # First use: the creation's own write creates it (a store=false turn creates none).
             return [], Claims(user_id, conv, (), first_use=True) if req.store else None

@@ -33,6 +33,7 @@ from ..store import (
     Answers,
     AnswersTaken,
     Claims,
+    ConversationDeleted,
     DuplicateResponse,
     EventRow,
     ItemsTaken,
@@ -41,7 +42,7 @@ from ..store import (
     Subscription,
 )
 from ._offload import for_input
-from .conversations import ConversationService
+from .conversations import ConversationService, conversation_not_found
 from .lanes import Lane, Lanes
 from .memory import MemorySink
 from .plan import RunPlan, RunSpec, lineage_for
@@ -347,7 +348,10 @@ class _Takes:
 
 
 def _refusal(exc: BaseException, rid: str) -> errors.ProtocolError | None:
-    """The 409 of a creation whose write was refused (None: not a refusal)."""
+    """The 409 (404: its conversation was deleted) of a creation whose write was refused (None:
+    not a refusal)."""
+    if isinstance(exc, ConversationDeleted):
+        return conversation_not_found(exc.conversation_id)
     if isinstance(exc, AnswersTaken):
         return errors.conflict(
             f"The request(s) {', '.join(exc.refused)} were answered concurrently by another response.",

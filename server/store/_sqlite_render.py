@@ -2,12 +2,12 @@
 driver's cursor (`run`). The statements' text comes from the table metadata (`_sql`'s row specs,
 `FINISH_COLUMNS`); single-row parameters are bound by name.
 
-Order: creations (and the pending requests they answer, the items added by hand they claim:
-all or, `AnswersTaken` / `ItemsTaken`, nothing of the transaction), then the fences (a fresh
-lease only read, in a few statements, `leases_of`; a lease to renew or a row to change updated,
-the terminal transition in the same UPDATE), then every kept write's rows, one multi-row INSERT
-per table and chunk (`insert_rows`), then the deletions (which see those rows) and webhook
-events.
+Order: creations (and the pending requests they answer, the items added by hand they claim,
+the conversations they use first: all or, `AnswersTaken` / `ItemsTaken` / `ConversationDeleted`,
+nothing of the transaction), then the fences (a fresh lease only read, in a few statements,
+`leases_of`; a lease to renew or a row to change updated, the terminal transition in the same
+UPDATE), then every kept write's rows, one multi-row INSERT per table and chunk
+(`insert_rows`), then the deletions (which see those rows) and webhook events.
 
 Rows go as multi-row INSERTs with fixed SQL: `executemany` steps the statement once per row and
 releases the GIL around every step; while the event loop's thread runs Python (an agent's burst)
@@ -24,7 +24,7 @@ from typing import Any
 
 from . import _sql
 from ._batch import Batch, Fence
-from .errors import AnswersTaken, ItemsTaken
+from .errors import AnswersTaken, ConversationDeleted, ItemsTaken
 from .records import STALE_CLAIM_SECONDS
 
 # Rows per multi-row INSERT; a batch is split into chunks of 128, 64, ..., 1 rows so each
@@ -58,6 +58,7 @@ _CLAIM = (
 _FIRST_USE = (
     "INSERT INTO conversations (user_id, id, created_at) VALUES (:user, :conv, :now) ON CONFLICT DO NOTHING"
 )
+_DELETED = "SELECT 1 FROM conversations WHERE user_id = :user AND id = :conv AND deleted_at IS NOT NULL"
 _LEASES_HEAD = "SELECT id, lease_owner, lease_expires_at FROM responses WHERE id IN "
 _JOURNAL_KEEP = "DELETE FROM journal WHERE response_id = :id AND checkpoint_id <> :keep"
 _JOURNAL_CLEAR = "DELETE FROM journal WHERE response_id = :id"
@@ -149,8 +150,9 @@ def run(cur: sqlite3.Cursor, batch: Batch) -> set[tuple[str, str]]:
 
 
 def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
-    """Mark the pending requests each creation answers and the items added by hand it claims;
-    `AnswersTaken` / `ItemsTaken` (the caller rolls the transaction back) if one was taken."""
+    """Mark the pending requests each creation answers and the items added by hand it claims,
+    and create the conversations used first; `AnswersTaken` / `ItemsTaken` /
+    `ConversationDeleted` (the caller rolls the transaction back) if one was taken or deleted."""
     for by, answers in batch.answered():
         refused = []
         for call in answers.call_ids:
@@ -162,9 +164,12 @@ def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
     stale = batch.now - STALE_CLAIM_SECONDS
     for by, claims in batch.claimed():
         if claims.first_use:
-            cur.execute(
-                _FIRST_USE, {"user": claims.user_id, "conv": claims.conversation_id, "now": batch.now}
-            )
+            conv = {"user": claims.user_id, "conv": claims.conversation_id}
+            cur.execute(_FIRST_USE, {**conv, "now": batch.now})
+            # Created and deleted by others since the creation read it absent (the write lock,
+            # held from BEGIN IMMEDIATE, keeps it so until this transaction ends).
+            if cur.execute(_DELETED, conv).fetchone() is not None:
+                raise ConversationDeleted(by, claims.conversation_id)
         for seq in claims.seqs:
             params = {"by": by, "now": batch.now, "stale": stale, "seq": seq}
             cur.execute(_CLAIM, {**params, "user": claims.user_id, "conv": claims.conversation_id})

@@ -20,6 +20,8 @@ from enum import StrEnum
 
 __all__ = [
     "AnswersTaken",
+    "ConversationDeleted",
+    "CreationRefused",
     "DatabaseSetupError",
     "DatabaseUnavailable",
     "DuplicateResponse",
@@ -37,7 +39,12 @@ class DuplicateResponse(Exception):
     """A response with this id already exists."""
 
 
-class AnswersTaken(Exception):
+class CreationRefused(Exception):
+    """A creation's write refused for what it takes (the caller answers its client): it
+    committed nothing, and nothing is wrong with the database."""
+
+
+class AnswersTaken(CreationRefused):
     """A creation's answers (`records.Answers`) found a request no longer pending: another
     response answered it first. The creation committed nothing."""
 
@@ -47,13 +54,24 @@ class AnswersTaken(Exception):
         self.refused = refused
 
 
-class ItemsTaken(Exception):
+class ItemsTaken(CreationRefused):
     """A creation's claims (`records.Claims`) found an item added by hand that another turn
     took meanwhile. The creation committed nothing."""
 
     def __init__(self, response_id: str) -> None:
         super().__init__(f"items added by hand that {response_id} claims were taken by another turn")
         self.response_id = response_id
+
+
+class ConversationDeleted(CreationRefused):
+    """A creation that uses a conversation id first (`records.Claims.first_use`) found the
+    conversation deleted meanwhile (read absent, then created and deleted by others before the
+    creation's write). The creation committed nothing."""
+
+    def __init__(self, response_id: str, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id} of {response_id} was deleted")
+        self.response_id = response_id
+        self.conversation_id = conversation_id
 
 
 class LeaseLost(Exception):

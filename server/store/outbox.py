@@ -36,9 +36,8 @@ from ._sequences import Sequences
 from ._sqlite_writer import SqliteWriter
 from ._writer import Fenced, WriteKind, Writer
 from .errors import (
-    AnswersTaken,
+    CreationRefused,
     DuplicateResponse,
-    ItemsTaken,
     LeaseLost,
     StoreError,
     classify,
@@ -346,7 +345,7 @@ class Outbox:
                 metrics.database_error(unavailable.reason.value)
             self._db.failed(unavailable, Op.WRITE)
             exc = unavailable
-        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse | AnswersTaken | ItemsTaken):
+        elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse | CreationRefused):
             log.error("outbox commit failed: %s", exc)
             exc = StoreError(f"could not commit to the database: {exc}")
         self.stats.failed_writes += len(writes)

@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .errors import AnswersTaken, DuplicateResponse, ItemsTaken, LeaseLost, SchemaOutOfDate, StoreError
+from .errors import (
+    AnswersTaken,
+    ConversationDeleted,
+    DuplicateResponse,
+    ItemsTaken,
+    LeaseLost,
+    SchemaOutOfDate,
+    StoreError,
+)
 
 __all__ = [
     "ABANDONED_STATUSES",
@@ -21,6 +29,7 @@ __all__ = [
     "AnswersTaken",
     "CheckpointRow",
     "Claims",
+    "ConversationDeleted",
     "DuplicateResponse",
     "EventRow",
     "Finish",
@@ -170,7 +179,8 @@ class Claims:
     conversation_id: str
     seqs: tuple[int, ...]
     # The conversation does not exist yet (a platform's own id, used first): the creation inserts
-    # it (unless another first use just did), so a creation that fails leaves none behind.
+    # it (unless another first use just did), so a creation that fails leaves none behind; if it
+    # was deleted meanwhile, the creation fails with `ConversationDeleted`.
     first_use: bool = False
 
 

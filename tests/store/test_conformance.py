@@ -19,6 +19,7 @@ from durable_responses.store import (
     Answers,
     AnswersTaken,
     Claims,
+    ConversationDeleted,
     DuplicateResponse,
     EventRow,
     Finish,
@@ -1216,6 +1217,35 @@ async def test_a_conversation_used_first_is_created_with_the_creation(store: Sto
     await store.insert_response(response("resp_3"), [], [], claims=first)
     assert await count(store, t.conversations, id="conv_new") == 1
     assert await store.get_response("resp_3", "alice") is not None
+
+
+async def test_a_conversation_deleted_before_its_first_use_commits_refuses_the_creation(
+    store_factory: StoreFactory,
+) -> None:
+    a, b = await store_factory(), await store_factory()
+    # The creation read conv_new absent (a first use); before its write, another replica's first
+    # use created it and a client deleted it.
+    assert await a.conversations.get("alice", "conv_new", deleted=True) is None
+    first = Claims("alice", "conv_new", (), first_use=True)
+    await b.insert_response(response("resp_b"), [], [], claims=first)
+    assert await b.conversations.delete("alice", "conv_new")
+    with pytest.raises(ConversationDeleted) as refused:
+        await a.insert_response(response("resp_1"), [], [], claims=first)
+    assert (refused.value.response_id, refused.value.conversation_id) == ("resp_1", "conv_new")
+    assert await a.get_response("resp_1", None) is None
+    row = await a.conversations.get("alice", "conv_new", deleted=True)
+    assert row is not None and row.deleted_at is not None
+    # Refused in a group commit too, alone: its neighbour (another user's first use) commits.
+    results = await asyncio.gather(
+        a.insert_response(response("resp_2"), [], [], claims=first),
+        a.insert_response(
+            response("resp_3", "bob"), [], [], claims=Claims("bob", "conv_new", (), first_use=True)
+        ),
+        return_exceptions=True,
+    )
+    assert isinstance(results[0], ConversationDeleted) and results[1] is None
+    assert await a.get_response("resp_2", None) is None
+    assert await a.conversations.get("bob", "conv_new") is not None
 
 
 async def test_a_stale_claim_without_its_response_is_free(store: Store) -> None:
