@@ -137,13 +137,6 @@ class Batch:
     def created_ids(self) -> set[str]:
         return {w.response_id for w in self.creations}
 
-    def rows(self) -> int:
-        """Rows the batch inserts (a large commit has its WAL bounded at once)."""
-        every = (*self.owned, *self.unowned)
-        return len(self.creations) + sum(
-            len(w.events) + len(w.items) + (w.checkpoint is not None) + len(w.journal) for w in every
-        )
-
 
 def _drop_superseded(writes: list[Write], fences: dict[tuple[str, str], Fence]) -> list[Write]:
     """`writes` without the journal records their fence's deletion takes: all of them where it

@@ -7,10 +7,7 @@ scoped by `user_id`.
 
 from __future__ import annotations
 
-import time
-
-from sqlalchemy import and_, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, select, update
 
 from . import _tables as t
 from ._base import StoreBase, response_row
@@ -48,26 +45,6 @@ class RequestsAndConversations(StoreBase):
         return res.rowcount or 0
 
     # -- conversations ------------------------------------------------------------------
-
-    async def ensure_conversation(self, user_id: str, conversation_id: str) -> None:
-        c = t.conversations.c
-        try:
-            async with self._write() as conn:
-                exists = (
-                    await conn.execute(
-                        select(c.id).where(and_(c.user_id == user_id, c.id == conversation_id))
-                    )
-                ).first()
-                if exists is None:
-                    await conn.execute(
-                        insert(t.conversations).values(
-                            user_id=user_id, id=conversation_id, created_at=time.time()
-                        )
-                    )
-        except IntegrityError:
-            # A concurrent caller (PostgreSQL: another connection or process) inserted it
-            # between our read and our insert: the conversation exists, which is all we ensure.
-            pass
 
     async def conversation_responses(self, user_id: str, conversation_id: str) -> list[ResponseRow]:
         c = t.responses.c

@@ -42,7 +42,8 @@ WAL_TRUNCATE_ABOVE_BYTES = 4 * WAL_SIZE_LIMIT_BYTES
 # The WAL's size is looked at once the commits since the last look wrote more rows than this
 # (`CHUNK`), or every this many commits: each look is a `stat` that gives the GIL away (the
 # writer then waits to get it back from a busy event loop), and a commit of a few small rows
-# adds little to the WAL (a live token's commit: ~20 rows).
+# adds little to the WAL (a live token's commit: a row of events per response, now and then an
+# item).
 WAL_LOOK_EVERY = 16
 _CHECKPOINT_WAIT_MS = 50
 _LARGE_CACHE_KIB = -64 * 1024
@@ -66,7 +67,10 @@ class SqliteWriter(Writer):
         path = sqlite_path(url)
         self._wal = f"{path}-wal" if path is not None else None
         self._commits = 0
-        self._rows_unlooked = 0  # rows committed since the WAL's size was last looked at
+        # Rows its commits inserted, changed or deleted (what grows the WAL): a run of events is
+        # one row (`_events`), however many events it holds.
+        self.rows_written = 0
+        self._rows_looked = 0  # `rows_written` when the WAL's size was last looked at
 
     async def commit(self, writes: Sequence[Write], *, whole: bool = False) -> Fenced:
         batch = Batch.of(writes, lease_seconds=self._lease_seconds, now=time.time())
@@ -74,7 +78,7 @@ class SqliteWriter(Writer):
 
     def _commit(self, batch: Batch, whole: bool) -> Fenced:
         inputs = sum(len(w.create[1]) for w in batch.creations if w.create is not None)
-        with self._page_cache_for(inputs), self._raw_transaction(batch.rows()) as cur:
+        with self._page_cache_for(inputs), self._raw_transaction() as cur:
             lost = _sqlite_render.run(cur, batch)
             if lost and whole:
                 raise LeaseLost(min(lost)[0])
@@ -93,19 +97,20 @@ class SqliteWriter(Writer):
         return self._conn
 
     @contextmanager
-    def _raw_transaction(self, rows: int = 0) -> Iterator[sqlite3.Cursor]:
-        """A transaction on the writer's connection, begun and ended by hand. `rows`: how many
-        it writes (a large commit has its WAL bounded at once)."""
+    def _raw_transaction(self) -> Iterator[sqlite3.Cursor]:
+        """A transaction on the writer's connection, begun and ended by hand (a large commit,
+        counted in the rows it wrote, has its WAL bounded at once)."""
         raw = _driver(self._connection())
         cur = raw.cursor()
         try:
             cur.execute("BEGIN IMMEDIATE")
+            changes = raw.total_changes
             yield cur
             raw.commit()
             self._commits += 1
-            self._rows_unlooked += rows
-            if self._rows_unlooked > CHUNK or self._commits % WAL_LOOK_EVERY == 0:
-                self._rows_unlooked = 0
+            self.rows_written += raw.total_changes - changes
+            if self.rows_written - self._rows_looked > CHUNK or self._commits % WAL_LOOK_EVERY == 0:
+                self._rows_looked = self.rows_written
                 self._bound_wal(raw)
         except BaseException:
             # Also after a failed COMMIT (a full disk): a transaction left open would refuse

@@ -1263,20 +1263,9 @@ async def test_a_stale_claim_without_its_response_is_free(store: Store) -> None:
 # -- conversations -----------------------------------------------------------------------
 
 
-async def test_ensure_conversation_is_idempotent(store_factory: StoreFactory) -> None:
-    a, b = await store_factory(), await store_factory()
-    await a.ensure_conversation("alice", "conv_1")
-    await a.ensure_conversation("alice", "conv_1")
-    await asyncio.gather(*(s.ensure_conversation("alice", "conv_2") for s in (a, b) for _ in range(5)))
-    await a.ensure_conversation("mallory", "conv_1")
-    assert await count(a, t.conversations, id="conv_1") == 2
-    assert await count(a, t.conversations, user_id="alice", id="conv_1") == 1
-    assert await count(a, t.conversations, user_id="alice", id="conv_2") == 1
-
-
 async def test_conversation_responses_in_order(store: Store) -> None:
     now = time.time()
-    await store.ensure_conversation("alice", "conv_1")
+    await store.conversations.create("alice", "conv_1", "{}", [])
     for rid, at in (("resp_c", now + 3), ("resp_a", now + 1), ("resp_b", now + 2), ("resp_a2", now + 1)):
         await store.insert_response(response(rid, "alice", created_at=at, conversation_id="conv_1"), [], [])
     await store.insert_response(response("resp_x", "alice", created_at=now, conversation_id="conv_2"), [], [])

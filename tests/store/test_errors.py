@@ -235,7 +235,7 @@ async def test_every_method_raises_database_unavailable(unusable: tuple[Store, U
         store.latest_checkpoint(user_id="alice", response_id="resp_1"),
         store.prune_checkpoints(user_id="alice", response_id="resp_1", lineage="resp_1"),
         store.pending_requests("resp_1", "alice"),
-        store.ensure_conversation("alice", "conv_1"),
+        store.conversations.create("alice", "conv_1", "{}", []),
         store.conversation_responses("alice", "conv_1"),
         store.insert_response(response("resp_1"), [], [event(0, "response.created")]),
         store.write_now([Write("resp_1", None, checkpoint=checkpoint("cp", "resp_1"))]),

@@ -106,7 +106,7 @@ async def test_upgrade_twice_is_a_noop(empty_url: str) -> None:
     store = Store.open(empty_url)
     await store.start()
     try:
-        await store.ensure_conversation("alice", "conv_1")
+        await store.conversations.create("alice", "conv_1", "{}", [])
         assert await asyncio.to_thread(upgrade, empty_url) == (head, head)
         assert await _run_sync(empty_url, _version_rows) == [head]
         assert [r.id for r in await store.conversation_responses("alice", "conv_1")] == []

@@ -32,7 +32,7 @@ from durable_responses.store._batch import Batch
 from durable_responses.store._pg_render import Part
 
 from .conftest import StoreFactory
-from .helpers import checkpoint, event, events, input_item, output_item, owned, pending
+from .helpers import checkpoint, count, event, events, input_item, output_item, owned, pending
 
 
 async def test_every_kind_of_write_takes_the_one_path_and_is_counted(store: Store) -> None:
@@ -347,3 +347,25 @@ async def test_a_new_writer_connection_runs_its_statements_without_type_lookups(
     assert len(queries) == 4, queries
     row = await store.get_response("resp_1", "alice")
     assert row is not None and row.status == "completed"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+async def test_the_sqlite_writer_counts_the_rows_it_writes_not_the_events(store: Store) -> None:
+    """The WAL's size is looked at by the rows commits wrote: a write of 2 x RUN + 7 events is
+    three rows of runs (and its item one), not 519."""
+    from durable_responses.store._events import RUN
+    from durable_responses.store._sqlite_writer import SqliteWriter
+
+    writer = SqliteWriter(store.db.url, lease_seconds=store.lease_seconds)
+    try:
+        create = Write(
+            "resp_1", None, create=(owned("resp_1", "p1"), []), events=[event(0, "response.created")]
+        )
+        await writer.commit([create])
+        assert writer.rows_written == 2  # the response's row, its first event
+        await writer.commit([Write("resp_1", None, events=events(1, 2 * RUN + 8), items=[output_item(0)])])
+        assert writer.rows_written == 2 + 3 + 1
+    finally:
+        await writer.close()
+    assert await count(store, t.events, response_id="resp_1") == 1 + 3
+    assert await count(store, t.output_items, response_id="resp_1") == 1
