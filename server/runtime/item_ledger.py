@@ -70,13 +70,19 @@ class ItemLedger:
         return index
 
     def open(
-        self, kind: str, key: str, item: Callable[[str], dict[str, Any]], item_id: str | None = None
+        self,
+        kind: str,
+        key: str,
+        item: Callable[[str], dict[str, Any]],
+        item_id: str | None = None,
+        **fields: Any,
     ) -> OpenItem:
-        """Open an item of `kind` at the next index (its `output_item.added`, `item(id)`)."""
+        """Open an item of `kind` at the next index (its `output_item.added`, `item(id)`), with
+        the `OpenItem` fields it starts with (`call_id`, `name`...)."""
         index = self.next_index()
         item_id = item_id or ids.output_item_id(self._response_id, index, kind)
         self._shown.add(item_id)
-        opened = OpenItem(index, item_id, kind, key)
+        opened = OpenItem(index, item_id, kind, key, **fields)
         self._open[key] = opened
         self._emit(ev.output_item_added(index, item(item_id)))
         return opened

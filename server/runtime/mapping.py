@@ -226,11 +226,9 @@ class ItemMapper:
         if item.replay_pending and text:
             # A replayed model call continues an item a crash left open: what the stream showed
             # already is not shown again.
-            seen = min(item.replay_pending, len(text))
-            item.replay_pending -= seen
-            text = text[seen:]
+            text = item.unseen(text)
         if text:
-            item.text_parts.append(text)
+            item.add_text(text)
             self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))
 
     def _reasoning(self, author: str, content: Content, replace: bool) -> None:
@@ -247,7 +245,7 @@ class ItemMapper:
             self._emit(
                 ev.reasoning_summary_part_added(item.item_id, item.output_index, 0, items.summary_text_part())
             )
-        item.text_parts.append(text)
+        item.add_text(text)
         self._emit(ev.reasoning_summary_text_delta(item.item_id, item.output_index, 0, text))
 
     def _function_call(self, content: Content, replace: bool) -> None:
@@ -257,7 +255,7 @@ class ItemMapper:
         if shown is not None:
             # A re-announcement of a call already shown (a declaration-only tool's marker, or the
             # replay of a call a crash left open: it goes on as the same item).
-            shown.replay_pending = 0
+            shown.replayed()
             return
         name, chunks = self._calls.setdefault(call_id, (content.name or "", []))
         if content.name and not name:
@@ -276,11 +274,12 @@ class ItemMapper:
                 lambda i, c=call_id, n=name: items.function_call_item(  # type: ignore[misc]
                     i, call_id=c, name=n, arguments="", status="in_progress"
                 ),
+                call_id=call_id,
+                name=name,
             )
-            item.call_id, item.name = call_id, name
             arguments = "".join(chunks)
             if arguments:
-                item.arguments.append(arguments)
+                item.add_arguments(arguments)
                 self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
             if call_id == until:
                 return
@@ -300,14 +299,15 @@ class ItemMapper:
         output = _text_of(content.result)
         if not output and content.exception is not None:
             output = f"Error: {content.exception}"
-        item = self._items.open(
+        self._items.open(
             FUNCTION_CALL_OUTPUT,
             key,
             lambda i: items.function_call_output_item(
                 i, call_id=call_id, output=output, status="in_progress"
             ),
+            call_id=call_id,
+            output=output,
         )
-        item.call_id, item.output = call_id, output
 
     def _ran_tool(self, call_id: str, content: Content) -> None:
         """A tool the server ran: its `mcp_call` item, opened and closed at once."""
@@ -328,13 +328,20 @@ class ItemMapper:
             name, arguments = "", ""
         output = _text_of(content.result)
         error = None if content.exception is None else f"Error: {content.exception}"
-        label = self._server_label
         index = self._items.next_index()
-        item = OpenItem(index, item_id, MCP_CALL, f"mcp:{call_id}")
-        item.call_id, item.name, item.server_label = call_id, name, label
-        item.arguments.append(arguments or "{}")
-        item.output, item.error = output, error
-        item.approval_request_id = answered.request_id if answered is not None else None
+        item = OpenItem(
+            index,
+            item_id,
+            MCP_CALL,
+            f"mcp:{call_id}",
+            call_id=call_id,
+            name=name,
+            arguments=[arguments or "{}"],
+            output=output,
+            server_label=self._server_label,
+            error=error,
+            approval_request_id=answered.request_id if answered is not None else None,
+        )
         self._emit(ev.output_item_added(index, item.final("in_progress")))
         final = item.final("completed")
         self._emit(ev.output_item_done(index, final))

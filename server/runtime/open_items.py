@@ -43,6 +43,23 @@ class OpenItem:
     def text(self) -> str:
         return "".join(self.text_parts)
 
+    def add_text(self, text: str) -> None:
+        self.text_parts.append(text)
+
+    def add_arguments(self, chunk: str) -> None:
+        self.arguments.append(chunk)
+
+    def unseen(self, text: str) -> str:
+        """The part of `text` the stream has not shown yet (a replayed model call continues
+        this item): what a crash's stream showed already comes off `replay_pending`."""
+        seen = min(self.replay_pending, len(text))
+        self.replay_pending -= seen
+        return text[seen:]
+
+    def replayed(self) -> None:
+        """The replay announced this item again: nothing of it is pending any more."""
+        self.replay_pending = 0
+
     def final(self, status: str) -> dict[str, Any]:
         if self.kind == MESSAGE:
             return items.message_item(self.item_id, status=status, text=self.text)

@@ -49,14 +49,15 @@ class RequestItems:
         name = (call.name if call is not None else None) or ""
         arguments = arguments_json(call.arguments if call is not None else None)
         label = author or self._server_label
-        item = self._items.open(
+        self._items.open(
             APPROVAL,
             f"mcpr:{request_id}",
             lambda i: items.mcp_approval_request_item(i, name=name, arguments=arguments, server_label=label),
             item_id=request_id,
+            name=name,
+            server_label=label,
+            arguments=[arguments],
         )
-        item.name, item.server_label = name, label
-        item.arguments.append(arguments)
         self.approvals.append(PendingApproval(request_id, content.to_dict()))
 
     def request_info(self, content: Content) -> None:
@@ -83,14 +84,15 @@ class RequestItems:
             lambda i: items.function_call_item(
                 i, call_id=call_id, name=name, arguments="", status="in_progress"
             ),
+            call_id=call_id,
+            name=name,
+            arguments=[arguments],
         )
-        item.call_id, item.name = call_id, name
-        item.arguments.append(arguments)
         self._emit(ev.function_call_arguments_delta(item.item_id, item.output_index, arguments))
 
     def _message(self, text: str, key: str, item_id: str) -> None:
         """A whole message at once (a request's content shown to the client)."""
         item = self._items.open(MESSAGE, key, lambda i: items.message_item(i, status="in_progress"), item_id)
         self._emit(ev.content_part_added(item.item_id, item.output_index, 0, items.output_text_part("")))
-        item.text_parts.append(text)
+        item.add_text(text)
         self._emit(ev.output_text_delta(item.item_id, item.output_index, 0, text))

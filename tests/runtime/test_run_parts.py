@@ -106,8 +106,8 @@ async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
     assert end.status == "completed"
 
 
-# The modules that build a run and its parts, and the parts themselves. (Not the mapper's: its
-# items in the making, `open_items.OpenItem`, grow as their content streams.)
+# The modules that build a run and its parts, and the parts themselves (an item in the making,
+# `open_items.OpenItem`, grows through its own methods as its content streams).
 RUN_MODULES = (
     "launcher.py",
     "creation.py",
@@ -117,6 +117,9 @@ RUN_MODULES = (
     "pairing.py",
     "memory.py",
     "ending.py",
+    "mapping.py",
+    "item_ledger.py",
+    "request_items.py",
     "registry.py",
     "sinks.py",
 )
