@@ -521,10 +521,12 @@ def test_recovery_does_not_announce_a_pending_request_twice(
     """Regression: restoring a checkpoint re-emits every pending request; recovery turned the
     request announced before the crash into a second function_call item with the same call_id."""
     first = server_factory(database_url, app=ASK_AND_TICK, delivery=delivery).start()
-    stream = first.client().responses.create(model="m", input="4", background=True, stream=True)
+    # Six ticks, killed after the second: four supersteps (1.2 s) left for the kill to land in,
+    # on a loaded machine too (after "tick 3" of four, 0.6 s were not always enough).
+    stream = first.client().responses.create(model="m", input="6", background=True, stream=True)
     before = read_until(
         stream,
-        lambda e, _seen: e["type"] == "response.output_item.done" and "tick 3" in str(e["item"]),
+        lambda e, _seen: e["type"] == "response.output_item.done" and "tick 5" in str(e["item"]),
     )
     first.kill()
     rid = before[0]["response"]["id"]
@@ -536,7 +538,7 @@ def test_recovery_does_not_announce_a_pending_request_twice(
     assert final.status == "completed", (final.status, final.error, second.log())
     calls = [i for i in dump(final)["output"] if i.get("type") == "function_call"]
     assert len(calls) == 1, calls
-    assert output_texts(final) == ["tick 4", "tick 3", "tick 2", "tick 1"]
+    assert output_texts(final) == ["tick 6", "tick 5", "tick 4", "tick 3", "tick 2", "tick 1"]
     combined = _resume_and_check(client, second.base_url, rid, before)
     added = [e for e in combined if e["type"] == "response.output_item.added"]
     assert [e["item"]["call_id"] for e in added if e["item"]["type"] == "function_call"] == [
