@@ -28,12 +28,11 @@ from ..protocol import errors
 from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
 from ..protocol.request import CreateRequest, parse_list_params, parse_stream_params
 from ..protocol.response import deleted_body
-from ..runtime.creation import Created
-from ..runtime.faults import client_error
 from ..runtime.host import Host
+from ..runtime.relay import ResponseStream
 from .admin import OPS_ROUTES
 from .conversations import CONVERSATION_ROUTES
-from .creating import LARGE_BODY_BYTES, create_response, parse_create_body, session_of
+from .creating import LARGE_BODY_BYTES, in_context, parse_create_body, session_of
 from .failures import HANDLERS, Unexpected
 from .failures import allowed_methods as allowed_methods
 from .failures import error_response as error_response
@@ -83,48 +82,24 @@ async def create(request: Request) -> Response:
     req = await parse_body(request)
     chosen, keyed = chosen_id(request, user)
     default_session = state.settings.agent_session_id
-    created = await create_response(
-        state.host,
+    # One call: the response created and its answer (its stream, its body, or its end).
+    reply = await state.host.respond(
         user,
-        req,
-        request.headers,
-        default_session=default_session,
-        response_id=chosen,
+        in_context(user, req, request.headers, default_session),
+        chosen,
+        disconnected=lambda: _wait_disconnect(request),
         idempotency_key=keyed,
+        double_texting=request.headers.get("x-double-texting"),
     )
-    response = await respond(request, user, created)
+    response: Response
+    if isinstance(reply, ResponseStream):
+        response = sse_response(reply, keepalive=state.settings.keepalive_seconds)
+    else:
+        response = Response(status_code=499) if reply is None else JSONResponse(reply)
     session = session_of(req, request.headers, default_session)
     if session:
         response.headers["x-agent-session-id"] = session
     return response
-
-
-async def respond(request: Request, user: str, created: Created) -> Response:
-    """The answer to a creation: its stream, its stored body (background) or its end (JSON)."""
-    state = state_of(request)
-    host = state.host
-    if created.request.stream:
-        return sse_response(host.stream_created(created), keepalive=state.settings.keepalive_seconds)
-    if created.request.background:
-        try:
-            return JSONResponse(await host.get(user, created.response_id))
-        except Exception as exc:
-            if client_error(exc) is None:
-                raise
-            # The response is saved: its read failed on a connection the database ended
-            # (the pool replaced it). Read it back once rather than answer an error that a
-            # client without a key would retry into a second response.
-            await asyncio.sleep(0.05)
-            return JSONResponse(await host.get(user, created.response_id))
-    waiter = asyncio.ensure_future(host.wait(created))
-    disconnect = asyncio.ensure_future(_wait_disconnect(request))
-    done, _ = await asyncio.wait({waiter, disconnect}, return_when=asyncio.FIRST_COMPLETED)
-    if waiter not in done:
-        host.abandon(created.response_id)
-        waiter.cancel()
-        return Response(status_code=499)
-    disconnect.cancel()
-    return JSONResponse(waiter.result())
 
 
 async def retrieve(request: Request) -> Response:

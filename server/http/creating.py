@@ -107,6 +107,25 @@ def session_of(req: CreateRequest, headers: Mapping[str, str], default: str | No
     return req.agent_session_id or headers.get("x-agent-session-id") or default
 
 
+def in_context(
+    user: str, req: CreateRequest, headers: Mapping[str, str], default_session: str | None
+) -> CreateRequest:
+    """`req` with Foundry's session taken from the request's `headers`, the request context the
+    app reads (`request_context()`) set for the creation."""
+    session = session_of(req, headers, default_session)
+    if session and session != req.agent_session_id:
+        req = dataclasses.replace(req, agent_session_id=session)
+    set_request_context(
+        RequestContext(
+            user_id=user,
+            foundry_call_id=headers.get("x-agent-foundry-call-id"),
+            session_id=session,
+            request_id=headers.get("x-request-id"),
+        )
+    )
+    return req
+
+
 async def create_response(
     host: Host,
     user: str,
@@ -120,17 +139,7 @@ async def create_response(
     """Create (and start) a response for `user`, with Foundry's session, the request context the
     app reads (`request_context()`) and the double-texting strategy (`x-double-texting`) taken
     from the request's `headers`."""
-    session = session_of(req, headers, default_session)
-    if session and session != req.agent_session_id:
-        req = dataclasses.replace(req, agent_session_id=session)
-    set_request_context(
-        RequestContext(
-            user_id=user,
-            foundry_call_id=headers.get("x-agent-foundry-call-id"),
-            session_id=session,
-            request_id=headers.get("x-request-id"),
-        )
-    )
+    req = in_context(user, req, headers, default_session)
     created = await host.create(
         user,
         req,

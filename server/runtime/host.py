@@ -23,10 +23,11 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..observability import metrics
+from ..observability.logs import bind_response
 from ..protocol import errors
 from ..protocol.request import CreateRequest, ListParams
 from ..protocol.response import build_response, list_body
@@ -37,6 +38,7 @@ from ..store import (
     Store,
 )
 from .admin import Admin
+from .answering import Reply, reply
 from .apps import HostedApp
 from .continuation import Continuations
 from .conversations import ConversationService
@@ -244,6 +246,24 @@ class Host:
         return await self.creator.create(
             user_id, req, response_id, idempotency_key=idempotency_key, double_texting=double_texting
         )
+
+    async def respond(
+        self,
+        user_id: str,
+        req: CreateRequest,
+        response_id: str | None,
+        *,
+        disconnected: Callable[[], Awaitable[object]],
+        idempotency_key: bool = False,
+        double_texting: str | None = None,
+    ) -> Reply:
+        """Create (and start) a response and answer it in one call (`answering`): its stream, its
+        body, or None when the client of a JSON request went away first (`disconnected`)."""
+        created = await self.create(
+            user_id, req, response_id, idempotency_key=idempotency_key, double_texting=double_texting
+        )
+        bind_response(created.response_id)
+        return await reply(self, user_id, created, disconnected)
 
     # -- streams ------------------------------------------------------------------------
 
