@@ -109,3 +109,35 @@ async def test_a_rejecting_turn_whose_items_were_taken_meanwhile_never_holds_the
         assert "msg_added" in await _input_ids(host, runs[0].response_id)
     finally:
         await _finish(runs)
+
+
+async def test_a_first_use_whose_conversation_was_deleted_meanwhile_is_a_404(host: Host) -> None:
+    """A conversation id read absent (a first use) that another turn creates and a client deletes
+    before this turn's write: the write refuses it (404, as a conversation read deleted), nothing
+    created, the conversation stays deleted."""
+    conv = "conv_deleted_meanwhile"
+    take = host.conversations.take
+    runs: list[Created] = []
+    raced = False
+
+    async def racing(user_id: str, req: Any) -> Any:
+        nonlocal raced
+        taken = await take(user_id, req)
+        if not raced:
+            raced = True
+            body = {"input": "first", "conversation": conv}
+            runs.append(await host.create(user_id, parse_create_request(body), None))
+            await host.conversations.delete(user_id, conv)
+        return taken
+
+    host.conversations.take = racing  # type: ignore[method-assign]
+    rid = new_response_id()
+    try:
+        with pytest.raises(ProtocolError) as refused:
+            await host.create("alice", parse_create_request({"input": "second", "conversation": conv}), rid)
+        assert refused.value.status == 404 and refused.value.param == "conversation_id", refused.value
+        assert await host.store.get_response(rid, None) is None
+        row = await host.store.conversations.get("alice", conv, deleted=True)
+        assert row is not None and row.deleted_at is not None
+    finally:
+        await _finish(runs)
