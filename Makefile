@@ -66,8 +66,8 @@ typecheck-oldest: $(OLDEST_STAMP)
 # and restarts, a restarting database), not computing, so more tests run at a time than there
 # are cores. RELEASES_AT_ONCE=1: `make test` runs the newest and the oldest release's passes at
 # the same time (`make -j2`, each pass's output printed whole when it ends), each with
-# PYTEST_WORKERS pytest-xdist workers (PYTEST_WORKERS=0: one process); RELEASES_AT_ONCE=0 runs
-# them one after the other. Measured on this two-core machine with other users' tests beside
+# PYTEST_WORKERS pytest-xdist workers (PYTEST_WORKERS=0: one process; PYTEST_ARGS narrows both
+# passes, e.g. to one file); RELEASES_AT_ONCE=0 runs them one after the other. Measured on this two-core machine with other users' tests beside
 # (load average 11-35): the two passes at once, two workers each, and the oldest pass took 39:37
 # (1,334 tests, the longest kill -9 journal test 137 s); PostgreSQL (max_connections 300) peaked
 # at 112 connections with the other users', 171 with one pass of three workers. On a quiet
@@ -88,9 +88,9 @@ pytest: $(TEST_STAMP) $(OLDEST_STAMP)
 # but for two parts that would only repeat the newest pass: the container tests (the image
 # installs requirements.txt's releases whichever venv runs the test, and both passes would build
 # the same image tag) and test_releases (it runs under the newest and covers both directions).
-OLDEST_TESTS ?= tests -m 'not container' --deselect tests/agents/test_releases.py
+OLDEST_SELECT ?= -m 'not container' --deselect tests/agents/test_releases.py
 pytest-oldest: $(OLDEST_STAMP)
-	$(OLDEST_BIN)/pytest $(PYTEST_FLAGS) -n $(OLDEST_WORKERS) $(OLDEST_TESTS) $(PYTEST_ARGS)
+	$(OLDEST_BIN)/pytest $(PYTEST_FLAGS) -n $(OLDEST_WORKERS) $(OLDEST_SELECT) $(PYTEST_ARGS)
 
 test: lint
 	$(MAKE) $(AT_ONCE) typecheck typecheck-oldest
