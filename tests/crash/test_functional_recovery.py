@@ -83,8 +83,9 @@ def test_a_functional_workflow_killed_while_taking_an_answer_finishes_with_that_
     second = server_factory(database_url, app=APP, env=env).start()
     final = wait_terminal(second.client(), answering.id, timeout=60)
     assert final.status == "completed", (final.error, second.log())
-    (text,) = output_texts(final)
-    receipt = json.loads(text)
+    texts = output_texts(final)
+    assert len(texts) == 1, (texts, [item.type for item in final.output], second.log())
+    receipt = json.loads(texts[0])
     assert receipt["approved"] is False and receipt["booking"] == "DECLINED-cake-3", receipt
     ran = steps()
     assert ran.count("price") == 1 and ran.count("check_stock") == 1, ran  # cached since the pause
