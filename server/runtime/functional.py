@@ -15,6 +15,12 @@ returned or paused (agent-framework 1.23: "not true streaming"), so its output (
 as text; JSON when structured) and its `request_info` calls (a `function_call` named
 `request_info`, as a graph workflow's) arrive at the end of the run.
 
+A run that returned is not run again. The framework saves a last checkpoint after the return
+value's output event, so the host commits that checkpoint with the output, and a restore of it
+calls the function again (every step from the cache) and gives the output a second time. The
+host's storage marks that checkpoint (`_Returned`) and a recovery from a marked one runs nothing:
+what the run produced is stored, and the response ends with it.
+
 Invariant: public agent-framework names only (`FunctionalWorkflow.run`, `WorkflowEvent`,
 `CheckpointStorage.load`); the function is read from `__wrapped__`, which the framework's
 definition and built workflow both set (`functools.update_wrapper`).
@@ -22,6 +28,7 @@ definition and built workflow both set (`functools.update_wrapper`).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -35,6 +42,7 @@ from agent_framework import (
     Message,
     RunContext,
     WorkflowAgent,
+    WorkflowCheckpoint,
 )
 
 from .inputs import InputSpec, annotation_types, spec_for_types
@@ -45,6 +53,8 @@ __all__ = ["FunctionalAgent", "fresh_functional", "functional_input"]
 
 # How far back a run looks for the request a reply answers (see `_responses`).
 _MAX_CHAIN = 64
+# The state key that marks the checkpoint a run saved after its function returned.
+RETURNED_KEY = "__durable_responses_returned__"
 
 
 def _is_context(name: str, annotation: Any) -> bool:
@@ -83,6 +93,39 @@ def _contents(data: Any) -> list[Content]:
     return [Content.from_text(str(shown))]
 
 
+class _Returned:
+    """The run's checkpoint storage, marking the checkpoint saved once the function returned (an
+    output seen, no request): the framework saves one after the return value's output event."""
+
+    def __init__(self, inner: CheckpointStorage) -> None:
+        self._inner = inner
+        self.returned = False
+
+    async def save(self, checkpoint: WorkflowCheckpoint) -> str:
+        if self.returned:
+            checkpoint = dataclasses.replace(checkpoint, state={**checkpoint.state, RETURNED_KEY: True})
+        return await self._inner.save(checkpoint)
+
+    async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
+        checkpoint = await self._inner.load(checkpoint_id)
+        if RETURNED_KEY not in checkpoint.state:
+            return checkpoint
+        state = {k: v for k, v in checkpoint.state.items() if k != RETURNED_KEY}
+        return dataclasses.replace(checkpoint, state=state)
+
+    async def list_checkpoints(self, *, workflow_name: str) -> list[WorkflowCheckpoint]:
+        return await self._inner.list_checkpoints(workflow_name=workflow_name)
+
+    async def delete(self, checkpoint_id: str) -> bool:
+        return await self._inner.delete(checkpoint_id)
+
+    async def get_latest(self, *, workflow_name: str) -> WorkflowCheckpoint | None:
+        return await self._inner.get_latest(workflow_name=workflow_name)
+
+    async def list_checkpoint_ids(self, *, workflow_name: str) -> list[str]:
+        return await self._inner.list_checkpoint_ids(workflow_name=workflow_name)
+
+
 class FunctionalAgent:
     """Runs a `FunctionalWorkflow` the way the host runs a workflow agent (see module doc)."""
 
@@ -111,17 +154,23 @@ class FunctionalAgent:
         storage: CheckpointStorage | None,
         checkpoint_id: str | None,
     ) -> AsyncIterator[AgentResponseUpdate]:
-        run_kwargs: dict[str, Any] = {"stream": True, "checkpoint_storage": storage}
+        marking = _Returned(storage) if storage is not None else None
+        run_kwargs: dict[str, Any] = {"stream": True, "checkpoint_storage": marking}
         if checkpoint_id is None:
             run_kwargs["message"] = self.input.convert(messages)
         else:
+            if storage is not None and RETURNED_KEY in (await storage.load(checkpoint_id)).state:
+                return  # the function returned before this checkpoint: its output is stored
             run_kwargs["checkpoint_id"] = checkpoint_id
             responses = await self._responses(messages, storage, checkpoint_id)
             if responses:
                 run_kwargs["responses"] = responses
         response_id = str(uuid.uuid4())
+        requested = False
         async for event in self.workflow.run(**run_kwargs):
             if event.type == "output":
+                if marking is not None and not requested:
+                    marking.returned = True
                 contents = _contents(event.data)
                 if contents:
                     yield AgentResponseUpdate(
@@ -132,6 +181,9 @@ class FunctionalAgent:
                         message_id=str(uuid.uuid4()),
                     )
             elif event.type == "request_info" and event.request_id:
+                requested = True
+                if marking is not None:
+                    marking.returned = False
                 call = Content.from_function_call(
                     call_id=event.request_id,
                     name=WorkflowAgent.REQUEST_INFO_FUNCTION_NAME,
