@@ -99,10 +99,19 @@ class _Returned:
 
     def __init__(self, inner: CheckpointStorage) -> None:
         self._inner = inner
-        self.returned = False
+        self._returned = False
+        self._requested = False
+
+    def saw(self, event_type: str) -> None:
+        """The run gave an event: an output (with no request before it) means the function
+        returned, a request that it paused."""
+        if event_type == "request_info":
+            self._requested, self._returned = True, False
+        elif event_type == "output" and not self._requested:
+            self._returned = True
 
     async def save(self, checkpoint: WorkflowCheckpoint) -> str:
-        if self.returned:
+        if self._returned:
             checkpoint = dataclasses.replace(checkpoint, state={**checkpoint.state, RETURNED_KEY: True})
         return await self._inner.save(checkpoint)
 
@@ -166,11 +175,10 @@ class FunctionalAgent:
             if responses:
                 run_kwargs["responses"] = responses
         response_id = str(uuid.uuid4())
-        requested = False
         async for event in self.workflow.run(**run_kwargs):
+            if marking is not None:
+                marking.saw(event.type)
             if event.type == "output":
-                if marking is not None and not requested:
-                    marking.returned = True
                 contents = _contents(event.data)
                 if contents:
                     yield AgentResponseUpdate(
@@ -181,9 +189,6 @@ class FunctionalAgent:
                         message_id=str(uuid.uuid4()),
                     )
             elif event.type == "request_info" and event.request_id:
-                requested = True
-                if marking is not None:
-                    marking.returned = False
                 call = Content.from_function_call(
                     call_id=event.request_id,
                     name=WorkflowAgent.REQUEST_INFO_FUNCTION_NAME,
