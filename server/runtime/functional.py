@@ -101,6 +101,15 @@ class _Returned:
         self._inner = inner
         self._returned = False
         self._requested = False
+        # The checkpoint the run restores, read once: the host's check, the answers' conversion
+        # and the framework's restore all load it (the host's storage preloads it for one load).
+        self._restored: tuple[str, WorkflowCheckpoint] | None = None
+
+    async def returned_before(self, checkpoint_id: str) -> bool:
+        """Whether the function had returned when `checkpoint_id` was saved (see `save`)."""
+        checkpoint = await self._inner.load(checkpoint_id)
+        self._restored = (checkpoint_id, checkpoint)
+        return RETURNED_KEY in checkpoint.state
 
     def saw(self, event_type: str) -> None:
         """The run gave an event: an output (with no request before it) means the function
@@ -116,7 +125,11 @@ class _Returned:
         return await self._inner.save(checkpoint)
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
-        checkpoint = await self._inner.load(checkpoint_id)
+        if self._restored is not None and self._restored[0] == checkpoint_id:
+            checkpoint = self._restored[1]
+            checkpoint = dataclasses.replace(checkpoint, state=dict(checkpoint.state))  # callers' own
+        else:
+            checkpoint = await self._inner.load(checkpoint_id)
         if RETURNED_KEY not in checkpoint.state:
             return checkpoint
         state = {k: v for k, v in checkpoint.state.items() if k != RETURNED_KEY}
@@ -168,10 +181,10 @@ class FunctionalAgent:
         if checkpoint_id is None:
             run_kwargs["message"] = self.input.convert(messages)
         else:
-            if storage is not None and RETURNED_KEY in (await storage.load(checkpoint_id)).state:
+            if marking is not None and await marking.returned_before(checkpoint_id):
                 return  # the function returned before this checkpoint: its output is stored
             run_kwargs["checkpoint_id"] = checkpoint_id
-            responses = await self._responses(messages, storage, checkpoint_id)
+            responses = await self._responses(messages, marking, checkpoint_id)
             if responses:
                 run_kwargs["responses"] = responses
         response_id = str(uuid.uuid4())

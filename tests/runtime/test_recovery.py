@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -17,17 +16,8 @@ from durable_responses.runtime.apps import HostedApp
 from durable_responses.runtime.host import Host
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.store import Store
-from tests.runtime.gated_app import GATE
 
 APP = "tests.runtime.gated_app:gated_countdown"
-
-
-@pytest.fixture
-async def gate() -> AsyncIterator[asyncio.Event]:
-    GATE[:] = [asyncio.Event()]
-    yield GATE[0]
-    GATE[0].set()
-    GATE.clear()
 
 
 async def _host(url: str) -> Host:

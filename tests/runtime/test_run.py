@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,18 +24,9 @@ from durable_responses.runtime.memory import MemoryPairing, MemorySink
 from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
 from durable_responses.runtime.run import ResponseRun, StopKind
 from durable_responses.runtime.usage import RunUsage, StreamUsage, UsageMeter
-from tests.runtime.gated_app import GATE
 
 RID = "resp_run"
 GATED = "tests.runtime.gated_app:gated_countdown"
-
-
-@pytest.fixture
-async def gate() -> AsyncIterator[asyncio.Event]:
-    GATE[:] = [asyncio.Event()]
-    yield GATE[0]
-    GATE[0].set()
-    GATE.clear()
 
 
 def _run(entry: AppEntry, text: str, told: list[tuple[str, Any]]) -> tuple[ResponseRun, MemorySink]:
