@@ -37,7 +37,7 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:]+):\d+\)$")
 
 
 def _bucket(file: str) -> str:
-    """py-spy names a frame's file by its path under sys.path (`server/store/outbox.py`,
+    """py-spy names a frame's file by its path under sys.path (`server/store/write/outbox.py`,
     `agent_framework/_types.py`, `asyncio/tasks.py`): ours by module, the rest by package."""
     root = str(ROOT) + "/"
     file = file[len(root) :] if file.startswith(root) else file
@@ -53,9 +53,9 @@ def _bucket(file: str) -> str:
 _PASS_THROUGH = {
     ("server/cli.py", None),
     ("server/__main__.py", None),
-    ("server/runtime/run.py", None),
+    ("server/runtime/run/run.py", None),
     ("server/runtime/_af_private/restore.py", "_RestoreForwardingMixin._run_core"),
-    ("server/runtime/drive.py", "Driver.drive"),
+    ("server/runtime/run/drive.py", "Driver.drive"),
     # ASGI middleware: the response's bytes go to uvicorn's transport through them.
     ("server/http/telemetry.py", "HttpTelemetry.__call__"),
     ("server/http/platform.py", "PlatformHeaders.__call__"),

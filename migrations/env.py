@@ -14,8 +14,8 @@ from typing import Any
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from durable_responses.store._engine import sync_engine_for_migrations
 from durable_responses.store._tables import metadata
+from durable_responses.store.db._engine import sync_engine_for_migrations
 
 # A fixed 64-bit key for pg_advisory_xact_lock ("durable-responses migrate").
 MIGRATION_LOCK_KEY = 0x6475726162_6C65

@@ -5,11 +5,11 @@ The public API is re-exported here; everything else is internal.
 
 from .http.app import create_app
 from .http.settings import HttpSettings
-from .runtime.apps import HostedApp
-from .runtime.checkpoint_storage import SqlCheckpointStorage
-from .runtime.context import RequestContext, request_context
+from .runtime.apps.apps import HostedApp
+from .runtime.apps.context import RequestContext, request_context
 from .runtime.host import Host
 from .runtime.journal import journaled, not_safe_to_rerun, tool_idempotency_key
+from .runtime.run.checkpoint_storage import SqlCheckpointStorage
 from .runtime.settings import Delivery, RuntimeSettings
 from .service import Service, StartupError, build, build_app, prepare
 from .settings import Settings, SettingsError

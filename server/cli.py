@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _migrate(url: str) -> int:
     from .store import BadDatabaseURL
-    from .store.migrate import head_revision, redact_url, upgrade
+    from .store.ops.migrate import head_revision, redact_url, upgrade
 
     try:
         before, after = upgrade(url)
@@ -171,8 +171,8 @@ def _retire(settings: Settings, version: str, app: str | None) -> int:
 
 def _purge(settings: Settings, older_than: str, *, dry_run: bool) -> int:
     from .store import Store, normalize_url
-    from .store.migrate import check_schema, redact_url, upgrade
-    from .store.retention import parse_duration
+    from .store.ops.migrate import check_schema, redact_url, upgrade
+    from .store.ops.retention import parse_duration
 
     try:
         seconds = parse_duration(older_than)
@@ -216,7 +216,7 @@ def _serve(settings: Settings, argv: Sequence[str]) -> int:
     from .observability import metrics as otlp_metrics
     from .service import StartupError, build, prepare
     from .settings import LogFormat
-    from .store.migrate import redact_url
+    from .store.ops.migrate import redact_url
 
     log_level = settings.process.log_level
     log_config = logs.configure(

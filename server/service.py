@@ -18,13 +18,13 @@ from starlette.applications import Starlette
 
 from .http.app import create_app
 from .runtime._af_private import check_compatibility, quiet_repeated_build_warnings
-from .runtime.apps import AppError, HostedApp, load_apps
+from .runtime.apps.apps import AppError, HostedApp, load_apps
 from .runtime.host import Host
 from .settings import Settings
 from .store import BadDatabaseURL, SchemaOutOfDate, Store, normalize_url
 from .store.errors import DatabaseSetupError
-from .store.migrate import upgrade
-from .store.preflight import check_database
+from .store.ops.migrate import upgrade
+from .store.ops.preflight import check_database
 
 __all__ = ["Service", "StartupError", "build", "build_app", "prepare"]
 

@@ -18,7 +18,7 @@ Invariants:
   on the same port, as uvicorn and gunicorn replace theirs; the port never stops answering
   meanwhile (the other workers listen on it), and the dead worker's in-flight responses are
   taken over at once by its siblings (on PostgreSQL each worker holds a liveness lock that dies
-  with it: `store/_pg_liveness.py`), not when their leases expire.
+  with it: `store/db/_pg_liveness.py`), not when their leases expire.
 - A crash loop is not hidden: a worker that exits with 2 (it cannot serve this configuration:
   the app fails to load, the database is refused) is not replaced, nor is any worker once
   `MAX_REPLACEMENTS` were made within `REPLACEMENT_WINDOW` seconds; then the supervisor drains

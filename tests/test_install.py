@@ -91,7 +91,7 @@ def test_the_package_installs_beside_a_project_s_own_server_and_migrations(
         """
         import json, server, server.app, migrations
         import durable_responses, durable_responses.migrations, durable_responses.cli
-        from durable_responses.store.migrate import MIGRATIONS_PACKAGE
+        from durable_responses.store.ops.migrate import MIGRATIONS_PACKAGE
         print(json.dumps({
             "server": server.WHOSE, "migrations": migrations.WHOSE, "app": server.app.WHOSE,
             "package": durable_responses.__file__, "scripts": durable_responses.migrations.__file__,

@@ -54,7 +54,7 @@ def test_an_empty_value_means_the_default() -> None:
 
 
 def test_the_lease_is_one_value_owned_by_the_store(tmp_path: pathlib.Path) -> None:
-    from durable_responses.runtime.apps import HostedApp
+    from durable_responses.runtime.apps.apps import HostedApp
     from durable_responses.runtime.host import Host
     from durable_responses.store import Store
 

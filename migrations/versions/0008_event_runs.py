@@ -1,5 +1,5 @@
 """Events stored as runs: a row of `events` holds one event or a run of a write's consecutive
-events, keyed by the last one's sequence number, their text compressed (`server/store/_events`).
+events, keyed by the last one's sequence number, their text compressed (`server/store/write/_events`).
 
 - events.size: how many events the row holds; every existing row holds one (the default).
 - events.packed: the row's text compressed (zlib), or NULL where `data` holds it.

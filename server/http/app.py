@@ -28,8 +28,8 @@ from ..protocol import errors
 from ..protocol.ids import idempotent_response_id, is_valid_idempotency_key, is_valid_response_id
 from ..protocol.request import CreateRequest, parse_list_params, parse_stream_params
 from ..protocol.response import deleted_body
+from ..runtime.delivery.relay import ResponseStream
 from ..runtime.host import Host
-from ..runtime.relay import ResponseStream
 from .admin import OPS_ROUTES
 from .conversations import CONVERSATION_ROUTES
 from .creating import LARGE_BODY_BYTES, in_context, parse_create_body, session_of

@@ -19,7 +19,7 @@ from ..protocol.conversations import (
     parse_items_create,
 )
 from ..protocol.ids import is_valid_conversation_id
-from ..runtime.conversations import ConversationService
+from ..runtime.turns.conversations import ConversationService
 from .kit import host_of, read_json, user_of
 
 _MAX_ITEM_ID = 256

@@ -18,9 +18,9 @@ import orjson
 from ..observability.logs import bind_response
 from ..protocol import errors
 from ..protocol.request import CreateRequest, parse_create_request
-from ..runtime.context import RequestContext, set_request_context
-from ..runtime.creation import Created
+from ..runtime.apps.context import RequestContext, set_request_context
 from ..runtime.host import Host
+from ..runtime.turns.creation import Created
 
 # Create bodies above this many bytes are decoded and validated in a worker thread.
 LARGE_BODY_BYTES = 256 * 1024

@@ -45,9 +45,9 @@ from ..protocol import errors
 from ..protocol.events import TERMINAL_EVENT_TYPES
 from ..protocol.request import CreateRequest, parse_create_request
 from ..protocol.sse import dumps
-from ..runtime.creation import Created
 from ..runtime.faults import client_error
 from ..runtime.host import Host
+from ..runtime.turns.creation import Created
 from .creating import LARGE_BODY_BYTES, create_response, decode_json
 from .kit import state_of
 from .settings import HttpSettings

@@ -24,8 +24,8 @@ from ..observability import metrics, tracing
 from ..protocol import errors
 from ..protocol.request import CreateRequest, parse_create_request
 from ..store import Delivery, EventRow, JournalRow
-from ..store.ops import LoggedCheckpoint, ResponseSummary
-from .relay import ResponseStream
+from ..store.ops.ops import LoggedCheckpoint, ResponseSummary
+from .delivery.relay import ResponseStream
 
 if TYPE_CHECKING:
     from .host import Host

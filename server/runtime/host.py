@@ -38,22 +38,22 @@ from ..store import (
     Store,
 )
 from .admin import Admin
-from .answering import Reply, reply
-from .apps import HostedApp
-from .continuation import Continuations
-from .conversations import ConversationService
-from .creation import Created, Creator
+from .apps.apps import HostedApp
+from .apps.lanes import Lane, Lanes
+from .apps.versions import fingerprint, manifest_of
+from .delivery.answering import Reply, reply
+from .delivery.relay import Relay, ResponseStream
+from .delivery.webhooks import Webhooks
 from .faults import database_error
-from .lanes import Lane, Lanes
-from .launcher import Launcher
-from .leases import LeaseKeeper
-from .recovery import Recovery
-from .registry import RunRegistry
-from .relay import Relay, ResponseStream
-from .run import StopKind
+from .recovery.leases import LeaseKeeper
+from .recovery.recovery import Recovery
+from .run.launcher import Launcher
+from .run.registry import RunRegistry
+from .run.run import StopKind
 from .settings import RuntimeSettings
-from .versions import fingerprint, manifest_of
-from .webhooks import Webhooks
+from .turns.continuation import Continuations
+from .turns.conversations import ConversationService
+from .turns.creation import Created, Creator
 
 log = logging.getLogger("durable_responses.host")
 
@@ -98,7 +98,7 @@ class Host:
         self.relay = Relay(store, self.registry, remote_poll_seconds=self.settings.remote_poll_seconds)
         self.conversations = ConversationService(store, self.continuations)
         # PostgreSQL: the owner id carries the liveness mark when this process can hold its
-        # liveness lock (store/_pg_liveness.py): its death is then known at once.
+        # liveness lock (store/db/_pg_liveness.py): its death is then known at once.
         self._assemble(_new_owner(live=store.liveness_possible))
         self._tasks: list[asyncio.Task[None]] = []
         self.admin = Admin(self)

@@ -5,13 +5,14 @@ database that cannot be used comes out as `DatabaseUnavailable` (a `StoreError`)
 driver's exception.
 """
 
-from ._engine import BadDatabaseURL, ConnectionOptions, Database, normalize_url, open_database
-from ._pg_liveness import LIVE_MARK
-from ._resume_reads import ResumeState
-from ._writer import WriteKind
-from .conversations import AddedItem, ConversationRow
+from .db._engine import BadDatabaseURL, ConnectionOptions, Database, normalize_url, open_database
+from .db._pg_liveness import LIVE_MARK
+from .db.notify import Notifier, Subscription
 from .errors import DatabaseUnavailable, Unavailable, classify
-from .notify import Notifier, Subscription
+from .ops.stats import StoreStats
+from .queries._resume_reads import ResumeState
+from .queries.conversations import AddedItem, ConversationRow
+from .queries.webhooks import Delivery, DeliveryStatus
 from .records import (
     ABANDONED_STATUSES,
     ACTIVE_STATUSES,
@@ -37,9 +38,8 @@ from .records import (
     WebhookEvent,
     Write,
 )
-from .stats import StoreStats
 from .store import Store
-from .webhooks import Delivery, DeliveryStatus
+from .write._writer import WriteKind
 
 __all__ = [
     "ABANDONED_STATUSES",

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..observability import metrics
-from ._engine import SQLITE, Database, outside_transaction
+from .db._engine import SQLITE, Database, outside_transaction
 from .errors import classify
-from .health import Op
+from .ops.health import Op
 from .records import CheckpointRow, ResponseRow
 
 

@@ -20,7 +20,7 @@ from pydantic import field_validator
 from ..envsettings import EnvSection, env_field
 
 if TYPE_CHECKING:
-    from ._engine import ConnectionOptions
+    from .db._engine import ConnectionOptions
 
 DB_FILE = "durable-responses.db"
 # How long a process owns an in-flight response without renewing it (the setting's default,
@@ -150,7 +150,7 @@ class StoreSettings(EnvSection):
     @field_validator("retention")
     @classmethod
     def _retention(cls, value: str) -> str:
-        from .retention import parse_duration
+        from .ops.retention import parse_duration
 
         if value.strip().lower() != "off":
             parse_duration(value)
@@ -159,14 +159,14 @@ class StoreSettings(EnvSection):
     @property
     def retention_seconds(self) -> float | None:
         """How old a finished response may get; None: kept forever (`off`)."""
-        from .retention import parse_duration
+        from .ops.retention import parse_duration
 
         return None if self.retention == "off" else parse_duration(self.retention)
 
     def connection_options(self) -> ConnectionOptions:
         """How the store connects (pool, timeouts, LISTEN, tokens); one token provider, shared."""
-        from ._engine import ConnectionOptions
-        from ._pg_auth import TokenProvider
+        from .db._engine import ConnectionOptions
+        from .db._pg_auth import TokenProvider
 
         return ConnectionOptions(
             pool_size=self.pg_pool_size,

@@ -26,23 +26,26 @@ from typing import Any
 
 from sqlalchemy import and_, delete, select, text, update
 
-from . import _pg_listen
 from . import _tables as t
 from ._base import response_row
-from ._checkpoints import Checkpoints
-from ._engine import POSTGRESQL, ConnectionOptions, Database, open_database, sqlite_path
-from ._leases import Leases
-from ._lockfile import LockFile
-from ._pg_liveness import LIVE_MARK, Liveness
-from ._reads import ResponseReads
-from ._requests import RequestsAndConversations
-from ._resume_reads import ResumeReads
-from .conversations import ConversationStore
+from .db import _pg_listen
+from .db._engine import POSTGRESQL, ConnectionOptions, Database, open_database, sqlite_path
+from .db._lockfile import LockFile
+from .db._pg_liveness import LIVE_MARK, Liveness
+from .db.notify import RECOVERY_WAKE, Notifier, Subscription
 from .errors import classify
-from .health import DatabaseHealth
-from .notify import RECOVERY_WAKE, Notifier, Subscription
-from .ops import OpsStore
-from .outbox import Outbox
+from .ops.health import DatabaseHealth
+from .ops.ops import OpsStore
+from .ops.retention import Retention
+from .ops.stats import StoreStats
+from .queries._checkpoints import Checkpoints
+from .queries._leases import Leases
+from .queries._reads import ResponseReads
+from .queries._requests import RequestsAndConversations
+from .queries._resume_reads import ResumeReads
+from .queries.conversations import ConversationStore
+from .queries.versions import VersionStore
+from .queries.webhooks import WebhookStore
 from .records import (
     ACTIVE_STATUSES,
     Answers,
@@ -52,11 +55,8 @@ from .records import (
     ResponseRow,
     Write,
 )
-from .retention import Retention
 from .settings import LEASE_SECONDS
-from .stats import StoreStats
-from .versions import VersionStore
-from .webhooks import WebhookStore
+from .write.outbox import Outbox
 
 log = logging.getLogger("durable_responses.store")
 

@@ -7,7 +7,7 @@ from opentelemetry.sdk.trace.sampling import Decision
 
 from durable_responses.observability.settings import Exporter, ObservabilitySettings
 from durable_responses.observability.tracing import sampler_for
-from durable_responses.store.retention import parse_duration
+from durable_responses.store.ops.retention import parse_duration
 
 
 def test_off_unless_configured() -> None:

@@ -255,7 +255,7 @@ def test_checkpoints_durable_together_share_a_commit_span() -> None:
     its batch."""
     import asyncio
 
-    from durable_responses.runtime.telemetry import RunTrace
+    from durable_responses.runtime.run.telemetry import RunTrace
 
     provider, out = lean()
     tracer = provider.get_tracer("durable_responses")

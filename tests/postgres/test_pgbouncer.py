@@ -142,7 +142,7 @@ def test_the_pooler_probe_agrees_under_concurrent_first_connections(
     transaction pooler is in front, while another replica keeps the pooler's sessions busy: every
     one must get the same, right answer. (A connection told "no pooler" behind a transaction
     pooler keeps named prepared statements, which the next transaction's session lacks.)"""
-    from durable_responses.store._engine import ConnectionOptions, pg_connector
+    from durable_responses.store.db._engine import ConnectionOptions, pg_connector
 
     url = bouncer.url(empty_database)
     expected = bouncer.pool_mode == "transaction"
@@ -192,8 +192,8 @@ def test_a_misled_pooler_probe_is_corrected_at_the_first_missing_statement(
     import logging
 
     from durable_responses.store import DatabaseUnavailable, Store, Unavailable
-    from durable_responses.store._engine import ConnectionOptions
-    from durable_responses.store._pg_connect import PgConnector
+    from durable_responses.store.db._engine import ConnectionOptions
+    from durable_responses.store.db._pg_connect import PgConnector
     from tests.store.helpers import event, owned
 
     require_pgbouncer()

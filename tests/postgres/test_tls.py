@@ -11,9 +11,9 @@ from urllib.parse import quote
 import pytest
 
 from durable_responses.store import DatabaseUnavailable, Store, Unavailable
-from durable_responses.store._engine import ConnectionOptions
+from durable_responses.store.db._engine import ConnectionOptions
 from durable_responses.store.errors import DatabaseSetupError
-from durable_responses.store.preflight import check_database
+from durable_responses.store.ops.preflight import check_database
 from tests.support.pgserver import OwnPostgres
 
 from . import pgbouncer

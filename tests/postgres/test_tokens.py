@@ -14,7 +14,7 @@ import pytest
 
 from durable_responses.store import DatabaseUnavailable, Store, Unavailable, Write
 from durable_responses.store.errors import DatabaseSetupError
-from durable_responses.store.preflight import check_database
+from durable_responses.store.ops.preflight import check_database
 from durable_responses.store.settings import StoreSettings
 from tests.store.helpers import event, events, owned
 from tests.support.pgserver import OwnPostgres

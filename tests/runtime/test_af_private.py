@@ -68,7 +68,7 @@ from durable_responses.runtime._af_private import (
     pace_events,
     unverified_release,
 )
-from durable_responses.runtime.pending import (
+from durable_responses.runtime.pauses.pending import (
     clean_request_info_arguments,
     pending_request_ids,
     pending_request_payloads,

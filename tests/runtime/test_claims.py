@@ -14,10 +14,10 @@ import pytest
 from durable_responses.protocol import ProtocolError
 from durable_responses.protocol.ids import new_response_id
 from durable_responses.protocol.request import parse_create_request
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.creation import Created
+from durable_responses.runtime.apps.apps import HostedApp
 from durable_responses.runtime.host import Host
 from durable_responses.runtime.settings import RuntimeSettings
+from durable_responses.runtime.turns.creation import Created
 from durable_responses.store import TERMINAL_STATUSES, Store
 
 APP = "durable_responses.examples.echo_agent:echo_agent"

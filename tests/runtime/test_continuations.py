@@ -13,8 +13,8 @@ import time
 import pytest
 
 from durable_responses.protocol.errors import ProtocolError
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.continuation import Continuations
+from durable_responses.runtime.apps.apps import HostedApp
+from durable_responses.runtime.turns.continuation import Continuations
 from durable_responses.store import InputItemRow, OutputItemRow, Store, Write
 from tests.store.helpers import owned, response
 

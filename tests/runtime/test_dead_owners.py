@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from durable_responses.runtime import dead_owners
-from durable_responses.runtime.dead_owners import DeadOwners
+from durable_responses.runtime.recovery import dead_owners
+from durable_responses.runtime.recovery.dead_owners import DeadOwners
 
 ME, OTHER = 1, 2
 

@@ -14,13 +14,13 @@ from agent_framework import AgentSession, Message
 from durable_responses.examples.echo_agent import echo_agent
 from durable_responses.protocol import events as ev
 from durable_responses.protocol.request import CreateRequest
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.drive import AppEntry, Driver, JournalUse, Pacing
+from durable_responses.runtime.apps.apps import HostedApp
 from durable_responses.runtime.journal import RunJournal
-from durable_responses.runtime.mapping import MapperSetup
-from durable_responses.runtime.memory import Loader, MemoryPairing, MemorySink
-from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
-from durable_responses.runtime.usage import UsageMeter
+from durable_responses.runtime.run.drive import AppEntry, Driver, JournalUse, Pacing
+from durable_responses.runtime.run.mapping import MapperSetup
+from durable_responses.runtime.run.memory import Loader, MemoryPairing, MemorySink
+from durable_responses.runtime.run.plan import RunPlan, RunSpec, lineage_for
+from durable_responses.runtime.run.usage import UsageMeter
 
 RID = "resp_drive"
 COUNTDOWN = "durable_responses.examples.countdown:countdown"

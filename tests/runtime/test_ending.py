@@ -11,13 +11,13 @@ from agent_framework import AgentResponseUpdate, AgentSession, Content
 from durable_responses.protocol import events as ev
 from durable_responses.protocol.request import CreateRequest
 from durable_responses.runtime._af_private import decode_session
-from durable_responses.runtime.ending import SESSION_ROWS, Ending, Interrupted
-from durable_responses.runtime.mapping import MapperSetup
-from durable_responses.runtime.open_items import ClosedItem, reopen_from_events
-from durable_responses.runtime.pairing import SqlPairing
-from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
-from durable_responses.runtime.sinks import SqlSink
-from durable_responses.runtime.usage import RunUsage, StreamUsage, Usage, UsageMeter
+from durable_responses.runtime.run.ending import SESSION_ROWS, Ending, Interrupted
+from durable_responses.runtime.run.mapping import MapperSetup
+from durable_responses.runtime.run.open_items import ClosedItem, reopen_from_events
+from durable_responses.runtime.run.pairing import SqlPairing
+from durable_responses.runtime.run.plan import RunPlan, RunSpec, lineage_for
+from durable_responses.runtime.run.sinks import SqlSink
+from durable_responses.runtime.run.usage import RunUsage, StreamUsage, Usage, UsageMeter
 from durable_responses.store import OutputItemRow, Store
 from tests.store.helpers import event, owned
 

@@ -191,7 +191,7 @@ async def test_echo_agent_counts_turns_from_history() -> None:
 
 
 async def test_echo_agent_calls_a_declared_tool() -> None:
-    from durable_responses.runtime.messages import declaration_tools
+    from durable_responses.runtime.apps.messages import declaration_tools
 
     tools = declaration_tools([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}])
     updates = await _updates(examples.echo_agent(), "call lookup now", tools=tools)
@@ -211,7 +211,7 @@ async def test_echo_agent_calls_a_declared_tool() -> None:
 async def test_echo_agent_quotes_a_tool_result_and_calls_nothing_more() -> None:
     """After the client answered its call, the agent replies with the result instead of calling
     the tool again (a client that runs tools until none is called would loop)."""
-    from durable_responses.runtime.messages import declaration_tools
+    from durable_responses.runtime.apps.messages import declaration_tools
 
     tools = declaration_tools([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}])
     history = [

@@ -16,7 +16,7 @@ import pytest
 from agent_framework import AgentResponseUpdate, Content, InMemoryCheckpointStorage, Message
 
 from durable_responses.examples.functional import order_pipeline
-from durable_responses.runtime.functional import FunctionalAgent, fresh_functional, functional_input
+from durable_responses.runtime.apps.functional import FunctionalAgent, fresh_functional, functional_input
 
 
 def _agent() -> FunctionalAgent:

@@ -7,8 +7,8 @@ from typing import Any
 from agent_framework import AgentResponseUpdate, Content
 
 from durable_responses.protocol import events as ev
-from durable_responses.runtime.mapping import SERVER_TOOLS_FUNCTION, ItemMapper, MapperSetup
-from durable_responses.runtime.open_items import ClosedItem
+from durable_responses.runtime.run.mapping import SERVER_TOOLS_FUNCTION, ItemMapper, MapperSetup
+from durable_responses.runtime.run.open_items import ClosedItem
 
 RID = "resp_map"
 

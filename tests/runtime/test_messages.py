@@ -1,4 +1,4 @@
-"""Tests for durable_responses.runtime.messages: Responses items <-> agent_framework messages, request tools."""
+"""Tests for durable_responses.runtime.apps.messages: Responses items <-> agent_framework messages, request tools."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from agent_framework import FunctionTool, Message
 
 from durable_responses.examples.echo_agent import echo_agent
-from durable_responses.runtime.messages import (
+from durable_responses.runtime.apps.messages import (
     ReplyTypeError,
     declaration_tools,
     function_output_value,

@@ -15,11 +15,11 @@ from agent_framework import AgentResponseUpdate, Content, WorkflowCheckpoint
 from durable_responses.protocol import events as ev
 from durable_responses.protocol.request import CreateRequest
 from durable_responses.protocol.sse import dumps
-from durable_responses.runtime.mapping import MapperSetup
-from durable_responses.runtime.open_items import ClosedItem
-from durable_responses.runtime.pairing import CheckpointSaveFailed, SqlPairing
-from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
-from durable_responses.runtime.sinks import Sink, SqlSink
+from durable_responses.runtime.run.mapping import MapperSetup
+from durable_responses.runtime.run.open_items import ClosedItem
+from durable_responses.runtime.run.pairing import CheckpointSaveFailed, SqlPairing
+from durable_responses.runtime.run.plan import RunPlan, RunSpec, lineage_for
+from durable_responses.runtime.run.sinks import Sink, SqlSink
 from durable_responses.store import CheckpointRow, EventRow, Finish, PendingRequestRow, Store
 from tests.store.helpers import event, owned
 

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import delete
 
 from durable_responses.protocol.request import parse_create_request
-from durable_responses.runtime.apps import HostedApp
+from durable_responses.runtime.apps.apps import HostedApp
 from durable_responses.runtime.host import Host
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.store import Store

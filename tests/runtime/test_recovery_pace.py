@@ -4,8 +4,8 @@ SQLite process alone on its file at start) claims a whole resume batch at a time
 
 from __future__ import annotations
 
-from durable_responses.runtime import recovery
-from durable_responses.runtime.resume import RESUME_BATCH
+from durable_responses.runtime.recovery import recovery
+from durable_responses.runtime.recovery.resume import RESUME_BATCH
 
 
 def test_alone_claims_whole_batches_without_pauses() -> None:

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from durable_responses.runtime.registry import RunRegistry
-from durable_responses.runtime.relay import READ_BATCH, READ_BATCH_MAX, Relay
+from durable_responses.runtime.delivery.relay import READ_BATCH, READ_BATCH_MAX, Relay
+from durable_responses.runtime.run.registry import RunRegistry
 from durable_responses.store import Store, StoreError, Write
 from tests.store.helpers import checkpoint, event, events, owned
 

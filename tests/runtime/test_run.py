@@ -15,15 +15,15 @@ from agent_framework import Message
 from durable_responses.examples.echo_agent import echo_agent
 from durable_responses.protocol import events as ev
 from durable_responses.protocol.request import CreateRequest
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.drive import AppEntry, Driver, JournalUse, Pacing
-from durable_responses.runtime.ending import Ending
+from durable_responses.runtime.apps.apps import HostedApp
 from durable_responses.runtime.journal import RunJournal
-from durable_responses.runtime.mapping import MapperSetup
-from durable_responses.runtime.memory import MemoryPairing, MemorySink
-from durable_responses.runtime.plan import RunPlan, RunSpec, lineage_for
-from durable_responses.runtime.run import ResponseRun, StopKind
-from durable_responses.runtime.usage import RunUsage, StreamUsage, UsageMeter
+from durable_responses.runtime.run.drive import AppEntry, Driver, JournalUse, Pacing
+from durable_responses.runtime.run.ending import Ending
+from durable_responses.runtime.run.mapping import MapperSetup
+from durable_responses.runtime.run.memory import MemoryPairing, MemorySink
+from durable_responses.runtime.run.plan import RunPlan, RunSpec, lineage_for
+from durable_responses.runtime.run.run import ResponseRun, StopKind
+from durable_responses.runtime.run.usage import RunUsage, StreamUsage, UsageMeter
 
 RID = "resp_run"
 GATED = "tests.runtime.gated_app:gated_countdown"

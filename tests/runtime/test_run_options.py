@@ -12,7 +12,7 @@ from agent_framework_orchestrations import SequentialBuilder
 from durable_responses.examples.echo import echo
 from durable_responses.protocol.errors import ProtocolError
 from durable_responses.protocol.request import parse_create_request
-from durable_responses.runtime.run_options import Reach, applied, chat_options, reach_of
+from durable_responses.runtime.apps.run_options import Reach, applied, chat_options, reach_of
 from durable_responses.testing import RuleChatClient
 from tests.agents.apps import no_agents
 

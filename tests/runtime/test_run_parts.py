@@ -12,14 +12,14 @@ from agent_framework import Message
 
 from durable_responses.examples.echo_agent import echo_agent
 from durable_responses.protocol.request import parse_create_request
-from durable_responses.runtime import ending, launcher
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.mapping import MapperSetup
-from durable_responses.runtime.memory import MemoryPairing, MemorySink
-from durable_responses.runtime.plan import RunPlan, RunSpec
-from durable_responses.runtime.registry import RunRegistry
+from durable_responses.runtime.apps.apps import HostedApp
+from durable_responses.runtime.run import ending, launcher
+from durable_responses.runtime.run.mapping import MapperSetup
+from durable_responses.runtime.run.memory import MemoryPairing, MemorySink
+from durable_responses.runtime.run.plan import RunPlan, RunSpec
+from durable_responses.runtime.run.registry import RunRegistry
+from durable_responses.runtime.run.usage import RunUsage, StreamUsage, Usage, UsageMeter
 from durable_responses.runtime.settings import RuntimeSettings
-from durable_responses.runtime.usage import RunUsage, StreamUsage, Usage, UsageMeter
 from durable_responses.store import Store
 from tests.store.helpers import event, owned
 
@@ -109,19 +109,19 @@ async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
 # The modules that build a run and its parts, and the parts themselves (an item in the making,
 # `open_items.OpenItem`, grows through its own methods as its content streams).
 RUN_MODULES = (
-    "launcher.py",
-    "creation.py",
-    "resume.py",
-    "run.py",
-    "drive.py",
-    "pairing.py",
-    "memory.py",
-    "ending.py",
-    "mapping.py",
-    "item_ledger.py",
-    "request_items.py",
-    "registry.py",
-    "sinks.py",
+    "run/launcher.py",
+    "turns/creation.py",
+    "recovery/resume.py",
+    "run/run.py",
+    "run/drive.py",
+    "run/pairing.py",
+    "run/memory.py",
+    "run/ending.py",
+    "run/mapping.py",
+    "run/item_ledger.py",
+    "pauses/request_items.py",
+    "run/registry.py",
+    "run/sinks.py",
 )
 MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault"}
 

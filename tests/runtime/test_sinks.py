@@ -9,8 +9,8 @@ import pytest
 
 from durable_responses.protocol import events as ev
 from durable_responses.protocol import items
-from durable_responses.runtime.memory import MemorySink
-from durable_responses.runtime.sinks import SqlSink
+from durable_responses.runtime.run.memory import MemorySink
+from durable_responses.runtime.run.sinks import SqlSink
 from durable_responses.store import LeaseLost, Store
 from tests.store.helpers import checkpoint, event, owned
 

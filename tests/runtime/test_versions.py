@@ -7,8 +7,8 @@ import pytest
 from agent_framework import Workflow, WorkflowBuilder
 
 from durable_responses.examples.countdown import Countdown, CountdownStart
-from durable_responses.runtime.apps import HostedApp
-from durable_responses.runtime.versions import changes, fingerprint, manifest_of
+from durable_responses.runtime.apps.apps import HostedApp
+from durable_responses.runtime.apps.versions import changes, fingerprint, manifest_of
 
 
 def test_the_fingerprint_is_the_same_for_every_build_of_one_app() -> None:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import make_url
 
 from durable_responses.store import Store
 from durable_responses.store._tables import ALL_TABLES
-from durable_responses.store.migrate import upgrade
+from durable_responses.store.ops.migrate import upgrade
 from tests.support.pg import database_name, sweep_stale
 
 # The same variable as tests/conftest.py: the admin URL of the PostgreSQL server to test on.

@@ -28,7 +28,7 @@ from durable_responses.store import (
     classify,
     normalize_url,
 )
-from durable_responses.store._pg_connect import PreparedStatements, libpq_dsn, prepared_statements_option
+from durable_responses.store.db._pg_connect import PreparedStatements, libpq_dsn, prepared_statements_option
 from tests.support.pgserver import free_port
 
 from .helpers import checkpoint, event, response
@@ -139,8 +139,8 @@ def test_a_connection_the_database_ended_is_unavailable_with_its_own_advice() ->
     assert "shutting down" in stopping.log_text() and "POOL_SIZE" not in stopping.log_text()
     assert "too many" not in stopping.message
     # As the connector words it (the target in front of the driver's words): the message kept.
-    from durable_responses.store._engine import normalize_url
-    from durable_responses.store._pg_connect import PgConnector
+    from durable_responses.store.db._engine import normalize_url
+    from durable_responses.store.db._pg_connect import PgConnector
 
     explained = PgConnector(normalize_url("postgresql://u@h/db"))._explain(stopping)
     assert "too many" not in explained.message and "shutting down" in explained.log_text(), (

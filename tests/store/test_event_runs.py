@@ -1,4 +1,4 @@
-"""Events stored as runs (`store/_events`), on SQLite and PostgreSQL: every page from every
+"""Events stored as runs (`store/write/_events`), on SQLite and PostgreSQL: every page from every
 `starting_after` returns each event exactly as written, whatever rows hold it: one event per row
 as written before migration 0008, runs of a write's events (plain and compressed, split at
 `RUN`), and recovery's read from a checkpoint inside a run."""
@@ -9,8 +9,9 @@ import json
 
 from sqlalchemy import insert, select
 
-from durable_responses.store import EventRow, Store, Write, _events
+from durable_responses.store import EventRow, Store, Write
 from durable_responses.store import _tables as t
+from durable_responses.store.write import _events
 
 from .helpers import checkpoint, count, event, owned
 

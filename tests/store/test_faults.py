@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from durable_responses.store import DatabaseUnavailable, Store, Unavailable, Write
-from durable_responses.store._in_doubt import committed_anyway
-from durable_responses.store._lockfile import LockFile
-from durable_responses.store._pg_writer import PgWriter
-from durable_responses.store.health import DatabaseHealth, Op
+from durable_responses.store.db._lockfile import LockFile
+from durable_responses.store.ops.health import DatabaseHealth, Op
+from durable_responses.store.write._in_doubt import committed_anyway
+from durable_responses.store.write._pg_writer import PgWriter
 
 from .helpers import checkpoint, event, owned, response
 

@@ -1,5 +1,5 @@
 """Issue 39 at the store: a hand-off is no recovery (both dialects), and on PostgreSQL an owner's
-death is known by its liveness lock (store/_pg_liveness.py) before its lease expires."""
+death is known by its liveness lock (store/db/_pg_liveness.py) before its lease expires."""
 
 from __future__ import annotations
 

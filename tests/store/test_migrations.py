@@ -31,9 +31,15 @@ from durable_responses.store import (
     normalize_url,
     open_database,
 )
-from durable_responses.store._engine import raw_pg_dsn, sync_engine_for_migrations
 from durable_responses.store._tables import ALL_TABLES, metadata
-from durable_responses.store.migrate import check_schema, current_revision, downgrade, head_revision, upgrade
+from durable_responses.store.db._engine import raw_pg_dsn, sync_engine_for_migrations
+from durable_responses.store.ops.migrate import (
+    check_schema,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
 
 from .conftest import PgServer
 
@@ -163,7 +169,7 @@ async def _migrate_in_subprocess(url: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "import sys; from durable_responses.store.migrate import upgrade; print(upgrade(sys.argv[1]))",
+        "import sys; from durable_responses.store.ops.migrate import upgrade; print(upgrade(sys.argv[1]))",
         url,
         cwd=REPO,
         stdout=asyncio.subprocess.PIPE,
@@ -298,7 +304,7 @@ def test_in_memory_sqlite_is_refused(raw: str) -> None:
 def _revisions() -> list[str]:
     from alembic.script import ScriptDirectory
 
-    from durable_responses.store.migrate import alembic_config
+    from durable_responses.store.ops.migrate import alembic_config
 
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
     return [r.revision for r in reversed(list(script.walk_revisions()))]
@@ -340,7 +346,7 @@ async def test_every_revision_upgrades_downgrades_and_upgrades_again(empty_url: 
 
 async def test_events_written_before_runs_read_the_same_after_0008(empty_url: str) -> None:
     """Event rows of one event each, written under 0007, read back unchanged after the upgrade
-    to the head, before and after a run of new events written beside them (`store/_events`)."""
+    to the head, before and after a run of new events written beside them (`store/write/_events`)."""
     await asyncio.to_thread(upgrade, empty_url, "0007")
     old = [
         (s, "response.output_text.delta", f'{{"type":"response.output_text.delta","sequence_number":{s}}}')

@@ -1,6 +1,6 @@
 """The notifier's committed tail: what a local relay may send without reading the table."""
 
-from durable_responses.store.notify import Notifier
+from durable_responses.store.db.notify import Notifier
 from durable_responses.store.records import EventRow
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from durable_responses.store._pg_auth import Token, TokenError, TokenProvider, _parse
+from durable_responses.store.db._pg_auth import Token, TokenError, TokenProvider, _parse
 from durable_responses.store.settings import StoreSettings
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from durable_responses.store import JournalRow, ResponseRow, Store, Write
-from durable_responses.store.ops import Takeover
+from durable_responses.store.ops.ops import Takeover
 
 from .helpers import checkpoint, events, output_item, owned
 

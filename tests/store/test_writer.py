@@ -23,13 +23,11 @@ from durable_responses.store import (
     StoreError,
     WebhookEvent,
     Write,
-    _batch,
-    _pg_render,
-    _sql,
 )
 from durable_responses.store import _tables as t
-from durable_responses.store._batch import Batch
-from durable_responses.store._pg_render import Part
+from durable_responses.store.write import _batch, _pg_render, _sql
+from durable_responses.store.write._batch import Batch
+from durable_responses.store.write._pg_render import Part
 
 from .conftest import StoreFactory
 from .helpers import checkpoint, count, event, events, input_item, output_item, owned, pending
@@ -304,8 +302,8 @@ async def test_a_new_writer_connection_runs_its_statements_without_type_lookups(
     """On a new connection (after a reset, say) the writer's first statements go out alone: no
     type lookup before them (asyncpg looks an `int4[]` parameter's type up first: 3 queries,
     0.6 s over a 100 ms round trip). A creation, a superstep, an end, and a commit read back."""
-    from durable_responses.store._in_doubt import Lookup
-    from durable_responses.store._pg_writer import PgWriter
+    from durable_responses.store.write._in_doubt import Lookup
+    from durable_responses.store.write._pg_writer import PgWriter
 
     queries: list[str] = []
     assert store.db.connect_raw is not None
@@ -353,8 +351,8 @@ async def test_a_new_writer_connection_runs_its_statements_without_type_lookups(
 async def test_the_sqlite_writer_counts_the_rows_it_writes_not_the_events(store: Store) -> None:
     """The WAL's size is looked at by the rows commits wrote: a write of 2 x RUN + 7 events is
     three rows of runs (and its item one), not 519."""
-    from durable_responses.store._events import RUN
-    from durable_responses.store._sqlite_writer import SqliteWriter
+    from durable_responses.store.write._events import RUN
+    from durable_responses.store.write._sqlite_writer import SqliteWriter
 
     writer = SqliteWriter(store.db.url, lease_seconds=store.lease_seconds)
     try:

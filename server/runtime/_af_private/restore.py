@@ -28,7 +28,7 @@ from agent_framework import (
 )
 from agent_framework.exceptions import AgentInvalidRequestException
 
-from ..outputs import output_value
+from ..apps.outputs import output_value
 from .forwarding import forwarded
 
 __all__ = ["make_restorable", "on_events_end", "typed_workflow_agent"]

@@ -1,0 +1,1 @@
+"""The hosted apps: loading them, their inputs, options, messages and versions, one lane per app."""

@@ -1,0 +1,1 @@
+"""Recovery: leases kept, dead owners found, their responses claimed and resumed in a new life."""

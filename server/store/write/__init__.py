@@ -1,0 +1,1 @@
+"""The outbox: every run-path write group-committed, as one batch rendered per dialect."""
