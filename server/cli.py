@@ -84,26 +84,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """The environment's settings with the command line's flags applied."""
-    settings = Settings.from_env()
+    """The environment's settings with the command line's flags applied: each section is
+    decided first, then the settings are built once from them."""
+    env = Settings.from_env()
+    store, runtime, http, process = env.store, env.runtime, env.http, env.process
     if getattr(args, "database_url", None):
-        settings.store = settings.store.model_copy(update={"database_url": args.database_url})
+        store = store.model_copy(update={"database_url": args.database_url})
     if args.command == "retire" and args.app:
-        settings.runtime = type(settings.runtime).from_env(None, app=",".join(args.app))
-    if args.command != "serve":
-        return settings
-    runtime = settings.runtime
-    settings.runtime = type(runtime).from_env(
-        None,
-        app=",".join(args.app) if args.app else None,
-        delivery=args.delivery,
-        checkpoint_types=(*runtime.checkpoint_types, *args.allow_checkpoint_type),
-    )
-    settings.http = type(settings.http).from_env(
-        None, host=args.host, port=args.port, reuse_port=args.reuse_port
-    )
-    settings.process = type(settings.process).from_env(None, log_level=args.log_level, workers=args.workers)
-    return settings
+        runtime = type(runtime).from_env(None, app=",".join(args.app))
+    if args.command == "serve":
+        runtime = type(runtime).from_env(
+            None,
+            app=",".join(args.app) if args.app else None,
+            delivery=args.delivery,
+            checkpoint_types=(*runtime.checkpoint_types, *args.allow_checkpoint_type),
+        )
+        http = type(http).from_env(None, host=args.host, port=args.port, reuse_port=args.reuse_port)
+        process = type(process).from_env(None, log_level=args.log_level, workers=args.workers)
+    return Settings(store=store, runtime=runtime, http=http, process=process, observability=env.observability)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -48,7 +48,7 @@ def env_field(default: Any, name: str, doc: str, *, shown_default: str | None = 
 class EnvSection(BaseModel):
     """Base of the settings sections (store, runtime, HTTP, ...)."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
 
     # The section's title in the generated table.
     SECTION: ClassVar[str] = ""

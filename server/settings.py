@@ -78,7 +78,7 @@ class ProcessSettings(EnvSection):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(validate_assignment=True)
+    model_config = ConfigDict(frozen=True)
 
     store: StoreSettings = Field(default_factory=StoreSettings)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)

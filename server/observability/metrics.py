@@ -41,13 +41,17 @@ _COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 _BYTES = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 
 
+# The OpenTelemetry twin of each instrument, by name: empty until `configure_otlp` builds them
+# all, then replaced once by the full mapping.
+_OTEL: dict[str, Any] = {}
+
+
 class _Instrument:
-    """A Prometheus instrument, and its OpenTelemetry twin once OTLP metrics are on."""
+    """A Prometheus instrument, and its OpenTelemetry twin (`_OTEL`) once OTLP metrics are on."""
 
     def __init__(self, prom: Any, labels: Sequence[str]) -> None:
         self.prom = prom
         self.labels = tuple(labels)
-        self.otel: Any = None
         # Children by label values (bounded: no label takes an unbounded set of values);
         # prometheus_client's `labels()` validates and locks on every call, several per commit.
         self._children: dict[tuple[str, ...], Any] = {}
@@ -72,8 +76,9 @@ class _Counter(_Instrument):
 
     def inc(self, amount: float = 1, **labels: str) -> None:
         self._child(labels).inc(amount)
-        if self.otel is not None:
-            self.otel.add(amount, labels)
+        otel = _OTEL.get(self.name)
+        if otel is not None:
+            otel.add(amount, labels)
 
 
 class _Histogram(_Instrument):
@@ -84,8 +89,9 @@ class _Histogram(_Instrument):
 
     def observe(self, value: float, **labels: str) -> None:
         self._child(labels).observe(value)
-        if self.otel is not None:
-            self.otel.record(value, labels)
+        otel = _OTEL.get(self.name)
+        if otel is not None:
+            otel.record(value, labels)
 
 
 _COUNTERS: list[_Counter] = []
@@ -319,7 +325,7 @@ _meter_provider: Any = None
 
 def configure_otlp(settings: ObservabilitySettings) -> bool:
     """Mirror every instrument to OTLP when the settings export metrics (once per process)."""
-    global _meter_provider
+    global _meter_provider, _OTEL
     if _meter_provider is not None or not settings.otlp_metrics:
         return _meter_provider is not None
     from opentelemetry.metrics import CallbackOptions, Observation
@@ -342,12 +348,15 @@ def configure_otlp(settings: ObservabilitySettings) -> bool:
     )
     provider = MeterProvider(metric_readers=[reader], resource=resource(settings))
     meter = provider.get_meter("durable_responses")
-    for c in _COUNTERS:
-        c.otel = meter.create_counter(PREFIX + c.name, description=c.doc)
-    for h in _HISTOGRAMS:
-        h.otel = meter.create_histogram(
-            PREFIX + h.name, description=h.doc, explicit_bucket_boundaries_advisory=list(h.buckets)
-        )
+    _OTEL = {
+        **{c.name: meter.create_counter(PREFIX + c.name, description=c.doc) for c in _COUNTERS},
+        **{
+            h.name: meter.create_histogram(
+                PREFIX + h.name, description=h.doc, explicit_bucket_boundaries_advisory=list(h.buckets)
+            )
+            for h in _HISTOGRAMS
+        },
+    }
 
     def runs(_options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(float(sum(len(r) for r in list(_RUNS))))

@@ -6,7 +6,6 @@ the hot path never re-serializes what it already serialized once.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -265,4 +264,3 @@ class Write:
     # Someone waits on this write (a first output, a creation): the writer commits it at once
     # instead of waiting its group-commit window for more.
     urgent: bool = False
-    future: asyncio.Future[None] | None = None

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -46,7 +47,14 @@ class FakeCall:
     response_id: str
     usage: Usage | None
     agent: str | None
-    finished: bool = False
+    # The indexes of the calls its server has finished answering (`FakeModelState.finish`),
+    # the set every call of that server shares.
+    done: AbstractSet[int] = field(default_factory=frozenset, repr=False, compare=False)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the fake finished answering this call (a cut stream never does)."""
+        return self.index in self.done
 
     @property
     def error(self) -> ModelError | None:
@@ -77,12 +85,24 @@ class FakeModelState:
     refused: list[RefusedCall] = field(default_factory=list)
     stored: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    finished: set[int] = field(default_factory=set)  # the calls answered to their end, by index
 
     def record(self, **kwargs: Any) -> FakeCall:
         with self.lock:
-            call = FakeCall(index=len(self.calls), **kwargs)
+            call = FakeCall(index=len(self.calls), done=self.finished, **kwargs)
             self.calls.append(call)
             return call
+
+    def finish(self, call: FakeCall) -> None:
+        with self.lock:
+            self.finished.add(call.index)
+
+    def slow(self, *, token_delay: float | None = None, reply_delay: float | None = None) -> None:
+        """Change the delays while the server runs (each one given)."""
+        if token_delay is not None:
+            self.token_delay = token_delay
+        if reply_delay is not None:
+            self.reply_delay = reply_delay
 
     def refuse(self, api: Api, body: dict[str, Any], exc: PromptError) -> JSONResponse:
         error = ModelError(400, None, "invalid_request_error", str(exc), exc.param)
@@ -120,7 +140,7 @@ async def _stream(
         if is_token and state.token_delay > 0:
             await asyncio.sleep(state.token_delay)
         yield frame
-    call.finished = True
+    state.finish(call)
 
 
 def _sse_response(state: FakeModelState, call: FakeCall, frames: Iterator[tuple[str, bool]]) -> Response:
@@ -154,7 +174,7 @@ def _chat_handler(state: FakeModelState) -> Callable[[Request], Any]:
             agent=agent_name(prompt),
         )
         if reply.error is not None:
-            call.finished = True
+            state.finish(call)
             return _error_response(reply.error)
         call_ids = [_new_id("call_")[:29] for _ in reply.calls]
         created = int(time.time())
@@ -162,7 +182,7 @@ def _chat_handler(state: FakeModelState) -> Callable[[Request], Any]:
         if not prompt.stream:
             if state.reply_delay > 0:
                 await asyncio.sleep(state.reply_delay)
-            call.finished = True
+            state.finish(call)
             return JSONResponse(
                 _chat_wire.completion(
                     reply, model=model, completion_id=completion_id, created=created, call_ids=call_ids
@@ -231,7 +251,7 @@ def _responses_handler(state: FakeModelState) -> Callable[[Request], Any]:
             agent=agent_name(prompt),
         )
         if reply.error is not None:
-            call.finished = True
+            state.finish(call)
             return _error_response(reply.error)
         include = prompt.include
         output = _responses_wire.output_items(reply, ids, include)
@@ -242,7 +262,7 @@ def _responses_handler(state: FakeModelState) -> Callable[[Request], Any]:
         if not prompt.stream:
             if state.reply_delay > 0:
                 await asyncio.sleep(state.reply_delay)
-            call.finished = True
+            state.finish(call)
             obj = _responses_wire.response_object(
                 body,
                 response_id=ids.response,

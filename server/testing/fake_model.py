@@ -65,7 +65,7 @@ class FakeModel:
 
     @token_delay.setter
     def token_delay(self, seconds: float) -> None:
-        self.state.token_delay = seconds
+        self.state.slow(token_delay=seconds)
 
     @property
     def reply_delay(self) -> float:
@@ -74,7 +74,7 @@ class FakeModel:
 
     @reply_delay.setter
     def reply_delay(self, seconds: float) -> None:
-        self.state.reply_delay = seconds
+        self.state.slow(reply_delay=seconds)
 
     @property
     def calls(self) -> list[FakeCall]:

@@ -4,9 +4,7 @@ real store or a memory sink."""
 
 from __future__ import annotations
 
-import ast
 import json
-from pathlib import Path
 
 from agent_framework import Message
 
@@ -22,8 +20,6 @@ from durable_responses.runtime.run.usage import RunUsage, StreamUsage, Usage, Us
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.store import Store
 from tests.store.helpers import event, owned
-
-RUNTIME = Path(__file__).resolve().parents[2] / "server" / "runtime"
 
 
 def _usage_json(input_tokens: int, output_tokens: int) -> str:
@@ -106,73 +102,5 @@ async def test_an_ending_alone_ends_with_the_usage_it_was_given() -> None:
     assert end.status == "completed"
 
 
-# The modules that build a run and its parts, and the parts themselves (an item in the making,
-# `open_items.OpenItem`, grows through its own methods as its content streams).
-RUN_MODULES = (
-    "run/launcher.py",
-    "turns/creation.py",
-    "recovery/resume.py",
-    "run/run.py",
-    "run/drive.py",
-    "run/pairing.py",
-    "run/memory.py",
-    "run/ending.py",
-    "run/mapping.py",
-    "run/item_ledger.py",
-    "pauses/request_items.py",
-    "run/registry.py",
-    "run/sinks.py",
-)
-MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault"}
-
-
-def _patches(name: str, source: str | None = None) -> list[str]:
-    """Where module `name` (or `source`) sets an attribute of an object other than `self` (`x.a = ...`, also
-    `self.x.a = ...`), or grows a list or set another object holds (`run.hooks.append(...)`)."""
-    found = []
-    if source is None:
-        source = (RUNTIME / name).read_text(encoding="utf-8")
-    for node in ast.walk(ast.parse(source)):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AugAssign | ast.AnnAssign)
-            else []
-        )
-        for target in [t for tt in targets for t in (tt.elts if isinstance(tt, ast.Tuple) else [tt])]:
-            if isinstance(target, ast.Attribute) and not (
-                isinstance(target.value, ast.Name) and target.value.id == "self"
-            ):
-                found.append(f"{name}:{node.lineno} {ast.unparse(target)}")
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in MUTATORS
-            and isinstance(node.func.value, ast.Attribute)
-            and isinstance(node.func.value.value, ast.Name)
-            and node.func.value.value.id != "self"
-        ):
-            found.append(f"{name}:{node.lineno} {ast.unparse(node.func)}")
-    return found
-
-
-def test_no_part_of_a_run_is_patched_after_construction() -> None:
-    """A run is built from parts given to constructors: no module that builds one, nor any of
-    its parts, sets an attribute of an object it was given or built, or adds to a list another
-    object holds (a run's finish hooks are a constructor argument)."""
-    patched = [p for name in RUN_MODULES for p in _patches(name)]
-    assert not patched, patched
-
-
-def test_the_patch_finder_finds_patches() -> None:
-    """The check above can fail: each shape it forbids is found."""
-    source = "def f(self, run, sink):\n    sink.usage_source = 1\n    self._pairing.session = 2\n"
-    source += "    run.on_finished.append(3)\n    a.b, self.c = 4, 5\n    self.d = 6\n"
-    found = _patches("probe.py", source)
-    assert [f.split(" ", 1)[1] for f in found] == [
-        "sink.usage_source",
-        "self._pairing.session",
-        "a.b",
-        "run.on_finished.append",
-    ]
+# That no part of a run (nor anything else in `server/`) is patched after its construction is
+# checked for the whole of `server/` by tests/test_construction.py.

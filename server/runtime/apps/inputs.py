@@ -90,9 +90,12 @@ def _validatable(t: Any) -> Any:
             hints = dict(getattr(t, "__annotations__", {}))
         required = getattr(t, "__required_keys__", frozenset(hints))
         fields = {k: (v if k in required else typing_extensions.NotRequired[v]) for k, v in hints.items()}
-        made: Any = typing_extensions.TypedDict(t.__name__, fields)  # type: ignore[misc,operator]
-        made.__doc__ = t.__doc__
-        return made
+        # The class statement's form, so its docstring (the schema's description) is given at
+        # creation: `types.new_class` is `class Name(TypedDict): ...` with computed fields.
+        namespace = {"__annotations__": fields, "__doc__": t.__doc__, "__module__": __name__}
+        return types.new_class(
+            t.__name__, (typing_extensions.TypedDict,), {}, lambda ns: ns.update(namespace)
+        )
     return t
 
 

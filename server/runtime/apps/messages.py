@@ -34,6 +34,7 @@ __all__ = [
     "input_items_to_messages",
     "output_items_to_messages",
     "type_name",
+    "typed_result",
 ]
 
 # Responses roles that agent_framework does not have map onto the closest one it does.
@@ -258,7 +259,7 @@ def _item_to_message(
         if results is not None and call_id in results:
             # `from_function_result` keeps only text in `result` (its `items` keep the parts); a
             # workflow hands `result` to the request as the reply, so the typed value goes there.
-            result.result = results[call_id]
+            result = typed_result(call_id, results[call_id], result.items)
         return Message(role="tool", contents=[result], message_id=item_id)
     # item_reference (resolved by the caller), reasoning and other items carry no input here.
     return None
@@ -341,3 +342,10 @@ def declaration_tools(tools: list[dict[str, Any]]) -> list[FunctionTool]:
             )
         )
     return declared
+
+
+def typed_result(call_id: str, value: Any, items: Any) -> Content:
+    """A function result whose `result` is `value` itself, built at once: `from_function_result`
+    keeps text only in `result`, and a workflow hands `result` to its request as the reply
+    (`items`, the parts a client is shown, come from `from_function_result`)."""
+    return Content("function_result", call_id=call_id, result=value, items=items)

@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...observability import metrics
@@ -94,9 +94,10 @@ def idempotency_key(response_id: str, executor: str, call_id: str) -> str:
 Record = Callable[[list[JournalRow], bool], "asyncio.Future[None]"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class JournalStats:
-    """The journal's counts over the response's lives (kept on its row, `responses.journal`)."""
+    """The journal's counts over the response's lives (kept on its row, `responses.journal`); a
+    run's journal replaces its counts with new ones as it counts."""
 
     recorded: int = 0  # calls recorded (model calls, tool results)
     replayed: int = 0  # model calls and tool calls answered from the journal
@@ -189,16 +190,16 @@ class RunJournal:
         self._found[(executor, place)] = row
         self.dirty = True
         if state == "done":
-            self.stats.recorded += 1
+            self.stats = replace(self.stats, recorded=self.stats.recorded + 1)
             metrics.JOURNAL_CALLS.inc(outcome="recorded")
         return self.record([row], wait)
 
     def replayed(self) -> None:
-        self.stats.replayed += 1
+        self.stats = replace(self.stats, replayed=self.stats.replayed + 1)
         metrics.JOURNAL_CALLS.inc(outcome="replayed")
 
     def rerun(self) -> None:
-        self.stats.rerun += 1
+        self.stats = replace(self.stats, rerun=self.stats.rerun + 1)
         metrics.JOURNAL_CALLS.inc(outcome="rerun")
 
 

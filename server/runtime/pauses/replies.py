@@ -28,7 +28,13 @@ from agent_framework import Content, Message, WorkflowCheckpoint
 
 from ...protocol import errors
 from ...store import PendingRequestRow
-from ..apps.messages import ReplyTypeError, function_output_value, input_items_to_messages, type_name
+from ..apps.messages import (
+    ReplyTypeError,
+    function_output_value,
+    input_items_to_messages,
+    type_name,
+    typed_result,
+)
 from .pending import pending_request_data, pending_response_types
 from .requests import RequestKind, classify, natural_answer
 
@@ -266,9 +272,9 @@ def reply_messages(checkpoint: WorkflowCheckpoint, items: list[dict[str, Any]]) 
             request = requests.get(str(item.get("approval_request_id")))
             out.append(Message(role="user", contents=[_approval(request.data if request else None, item)]))
         elif kind == "message" and target is not None and item.get("role", "user") == "user":
-            answer = Content.from_function_result(call_id=target, result="")
             # `from_function_result` keeps text only; the workflow hands `result` to the request.
-            answer.result = natural_answer(requests[target].kind, _message_text(item))
+            shown = Content.from_function_result(call_id=target, result="").items
+            answer = typed_result(target, natural_answer(requests[target].kind, _message_text(item)), shown)
             out.append(Message(role="tool", contents=[answer]))
         else:
             out.extend(input_items_to_messages([item], results=results))

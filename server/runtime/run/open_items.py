@@ -159,23 +159,27 @@ def reopen_from_events(
             highest = max(highest, index)
             item = data["item"]
             kind = item.get("type") if item.get("type") in _KINDS else FUNCTION_CALL
-            oi = OpenItem(index, item["id"], kind, f"recovered:{index}")
-            oi.call_id, oi.name = item.get("call_id", ""), item.get("name", "")
-            oi.output = item.get("output", "") if isinstance(item.get("output"), str) else ""
-            oi.server_label = item.get("server_label", "")
-            if kind == MCP_CALL and isinstance(item.get("approval_request_id"), str):
-                oi.approval_request_id = item["approval_request_id"]
-            if kind in (APPROVAL, MCP_CALL):
-                oi.arguments.append(item.get("arguments", ""))
-            open_items[index] = oi
+            approval = item.get("approval_request_id")
+            open_items[index] = OpenItem(
+                index,
+                item["id"],
+                kind,
+                f"recovered:{index}",
+                call_id=item.get("call_id", ""),
+                name=item.get("name", ""),
+                arguments=[item.get("arguments", "")] if kind in (APPROVAL, MCP_CALL) else [],
+                output=item.get("output", "") if isinstance(item.get("output"), str) else "",
+                server_label=item.get("server_label", ""),
+                approval_request_id=approval if kind == MCP_CALL and isinstance(approval, str) else None,
+            )
         elif etype in (ev.OUTPUT_TEXT_DELTA, ev.REASONING_SUMMARY_TEXT_DELTA):
             oi2 = open_items.get(int(data["output_index"]))
             if oi2 is not None:
-                oi2.text_parts.append(data.get("delta", ""))
+                oi2.add_text(data.get("delta", ""))
         elif etype == ev.FUNCTION_CALL_ARGUMENTS_DELTA:
             oi3 = open_items.get(int(data["output_index"]))
             if oi3 is not None:
-                oi3.arguments.append(data.get("delta", ""))
+                oi3.add_arguments(data.get("delta", ""))
         elif etype == ev.OUTPUT_ITEM_DONE:
             open_items.pop(int(data["output_index"]), None)
     return sorted(open_items.values(), key=lambda i: i.output_index), highest

@@ -10,7 +10,7 @@ Invariants:
 - Writes failing is a condition of its own: a full SQLite disk still answers reads, and a
   read that works says nothing about writes. Only a committed write clears it.
 - The state changes synchronously with the report (no task, no I/O): callers on the event
-  loop and in the SQLite writer's thread alike only flip a few fields.
+  loop and in the SQLite writer's thread alike only swap in a new outage record.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ..errors import DatabaseUnavailable
@@ -34,7 +34,7 @@ class Op(StrEnum):
     WRITE = "write"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Outage:
     started: float
     first: DatabaseUnavailable
@@ -85,20 +85,24 @@ class DatabaseHealth:
                 )
                 line: str | None = f"database unavailable ({op.value}s fail): {exc.log_text()}"
             else:
-                outage.failures += 1
-                outage.last_failure = now
                 changed = (op is Op.READ and not outage.reads_failing) or (
                     op is Op.WRITE and not outage.writes_failing
                 )
-                outage.reads_failing |= op is Op.READ
-                outage.writes_failing |= op is Op.WRITE
-                line = None
-                if now - outage.last_reminder >= self._reminder or changed:
-                    outage.last_reminder = now
-                    line = (
-                        f"database still unavailable after {now - outage.started:.1f}s "
-                        f"({outage.failures} operations failed, {_what(outage)}): {exc.log_text()}"
-                    )
+                remind = now - outage.last_reminder >= self._reminder or changed
+                outage = self._outage = replace(
+                    outage,
+                    failures=outage.failures + 1,
+                    last_failure=now,
+                    reads_failing=outage.reads_failing or op is Op.READ,
+                    writes_failing=outage.writes_failing or op is Op.WRITE,
+                    last_reminder=now if remind else outage.last_reminder,
+                )
+                line = (
+                    f"database still unavailable after {now - outage.started:.1f}s "
+                    f"({outage.failures} operations failed, {_what(outage)}): {exc.log_text()}"
+                    if remind
+                    else None
+                )
         if line is not None:
             log.error(line)
 
@@ -106,13 +110,14 @@ class DatabaseHealth:
         outage = self._outage
         if outage is None:
             return  # the common case: no lock, nothing to do
-        if op is Op.READ and outage.writes_failing:
-            with self._lock:
-                outage.reads_failing = False
-            return  # reads work again; writes must prove themselves
         with self._lock:
-            if self._outage is not outage:
+            outage = self._outage
+            if outage is None:
                 return
+            if op is Op.READ and outage.writes_failing:
+                if outage.reads_failing:
+                    self._outage = replace(outage, reads_failing=False)
+                return  # reads work again; writes must prove themselves
             self._outage = None
         log.warning(
             "database is back after %.1fs (%d operations failed meanwhile)",

@@ -58,7 +58,7 @@ def parse_duration(value: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PurgeReport:
     """What a purge removed (or, dry run, would remove): responses and rows per table."""
 
@@ -190,29 +190,44 @@ class Retention(StoreBase):
         """Delete (dry run: count) every eligible response created `older_than` seconds ago or
         earlier, `batch` responses per transaction, `pause` seconds between transactions."""
         cutoff = self.clock() - older_than
-        report = PurgeReport(dry_run=dry_run, cutoff=cutoff)
+        rows: Counter[str] = Counter()
+        responses = conversations = 0
+        skipped_locked = False
         after: tuple[float, str] | None = None
         done = 0
         while max_batches is None or done < max_batches:
             done += 1
             if dry_run:
-                after, n = await self._count_batch(cutoff, batch, after, report)
+                after, n, counted = await self._count_batch(cutoff, batch, after)
+                responses += n
+                rows.update(counted)  # zero counts stay: the report names every table
                 if n == 0:
                     break
                 continue
-            n = await self._delete_batch(cutoff, batch, report)
+            n, counted, expired = await self._delete_batch(cutoff, batch)
             if n < 0:
-                report.skipped_locked = True
+                skipped_locked = True
                 break
+            responses, conversations = responses + n, conversations + expired
+            rows.update(counted)
             if n == 0:
                 break
             if pause:
                 await asyncio.sleep(pause)
-        return report
+        return PurgeReport(
+            dry_run=dry_run,
+            cutoff=cutoff,
+            responses=responses,
+            rows=rows,
+            conversations=conversations,
+            skipped_locked=skipped_locked,
+        )
 
     async def _count_batch(
-        self, cutoff: float, limit: int, after: tuple[float, str] | None, report: PurgeReport
-    ) -> tuple[tuple[float, str] | None, int]:
+        self, cutoff: float, limit: int, after: tuple[float, str] | None
+    ) -> tuple[tuple[float, str] | None, int, Counter[str]]:
+        """The next page of eligible responses after `after`: where the page ends, how many it
+        holds, and their rows per table."""
         q = select(_r.id, _r.created_at).where(self._eligible(cutoff))
         if after is not None:
             q = q.where(or_(_r.created_at > after[0], and_(_r.created_at == after[0], _r.id > after[1])))
@@ -220,57 +235,58 @@ class Retention(StoreBase):
         async with self._read() as conn:
             rows = (await conn.execute(q)).all()
             ids = [row[0] for row in rows]
-            if ids:
-                await self._count_rows(conn, ids, report)
-        report.responses += len(ids)
-        return ((float(rows[-1][1]), str(rows[-1][0])) if rows else after), len(ids)
+            counted = await self._count_rows(conn, ids) if ids else Counter[str]()
+        return ((float(rows[-1][1]), str(rows[-1][0])) if rows else after), len(ids), counted
 
-    async def _count_rows(self, conn: AsyncConnection, ids: Sequence[str], report: PurgeReport) -> None:
+    async def _count_rows(self, conn: AsyncConnection, ids: Sequence[str]) -> Counter[str]:
+        counted: Counter[str] = Counter()
         for table in _BY_RESPONSE:
             n = (await conn.execute(select(func.count()).where(table.c.response_id.in_(ids)))).scalar()
-            report.rows[table.name] += int(n or 0)
+            counted[table.name] = int(n or 0)
         e, d = t.webhook_events.c, t.webhook_deliveries.c
         events = select(e.id).where(e.response_id.in_(ids))
         n = (await conn.execute(select(func.count()).where(d.event_id.in_(events)))).scalar()
-        report.rows["webhook_deliveries"] += int(n or 0)
+        counted["webhook_deliveries"] = int(n or 0)
         n = (await conn.execute(select(func.count()).where(e.response_id.in_(ids)))).scalar()
-        report.rows["webhook_events"] += int(n or 0)
-        report.rows["responses"] += len(ids)
+        counted["webhook_events"] = int(n or 0)
+        counted["responses"] = len(ids)
+        return counted
 
-    async def _delete_batch(self, cutoff: float, limit: int, report: PurgeReport) -> int:
-        """One transaction; returns how many responses it deleted (-1: another replica sweeps)."""
+    async def _delete_batch(self, cutoff: float, limit: int) -> tuple[int, Counter[str], int]:
+        """One transaction: how many responses it deleted (-1: another replica sweeps), the
+        rows it deleted per table, and how many conversations it expired."""
         q = select(_r.id, _r.user_id, _r.conversation_id).where(self._eligible(cutoff))
         q = q.order_by(_r.created_at, _r.id).limit(limit)
         if self.dialect == POSTGRESQL:
             q = q.with_for_update(skip_locked=True, of=t.responses)
+        deleted: Counter[str] = Counter()
         async with self._write() as conn:
             if self.dialect == POSTGRESQL:
                 locked = (
                     await conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
                 ).scalar()
                 if not locked:
-                    return -1
+                    return -1, deleted, 0
             rows = (await conn.execute(q)).all()
             ids = [row[0] for row in rows]
             if not ids:
-                return 0
+                return 0, deleted, 0
             e, d = t.webhook_events.c, t.webhook_deliveries.c
             res = await conn.execute(
                 delete(t.webhook_deliveries).where(d.event_id.in_(select(e.id).where(e.response_id.in_(ids))))
             )
-            report.rows["webhook_deliveries"] += res.rowcount or 0
+            deleted["webhook_deliveries"] = res.rowcount or 0
             res = await conn.execute(delete(t.webhook_events).where(e.response_id.in_(ids)))
-            report.rows["webhook_events"] += res.rowcount or 0
+            deleted["webhook_events"] = res.rowcount or 0
             for table in _BY_RESPONSE:
                 res = await conn.execute(delete(table).where(table.c.response_id.in_(ids)))
-                report.rows[table.name] += res.rowcount or 0
+                deleted[table.name] = res.rowcount or 0
             res = await conn.execute(delete(t.responses).where(_r.id.in_(ids)))
-            report.rows["responses"] += res.rowcount or 0
+            deleted["responses"] = res.rowcount or 0
             conversations = {(row[1], row[2]) for row in rows if row[2] is not None}
-            report.conversations += await self._expire_conversations(conn, conversations)
-        report.responses += len(ids)
+            expired = await self._expire_conversations(conn, conversations)
         metrics.PURGED.inc(len(ids))
-        return len(ids)
+        return len(ids), deleted, expired
 
     async def _expire_conversations(self, conn: AsyncConnection, keys: set[tuple[str, str]]) -> int:
         """Conversations whose last turn just went: mark them deleted, drop their items."""

@@ -32,6 +32,9 @@ class OutboxStats:
         self.writes_by_kind.update(kinds)
         self.events += events
 
+    def failed(self, writes: int) -> None:
+        self.failed_writes += writes
+
     def fell_back(self, kind: WriteKind, cause: str) -> bool:
         """Count one fallback; True the first time for this (kind, cause)."""
         key = (kind, cause)

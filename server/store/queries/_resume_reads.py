@@ -15,9 +15,9 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import and_, func, or_, select
 
@@ -27,8 +27,10 @@ from ..ops.ops import Takeover
 from ..records import CheckpointRow, EventRow, JournalRow, OutputItemRow, ResponseRow
 from ..write import _events, _sql
 
+T = TypeVar("T")
 
-@dataclass(slots=True)
+
+@dataclass(frozen=True, slots=True)
 class ResumeState:
     """What recovery reads of one claimed response before resuming it."""
 
@@ -43,39 +45,62 @@ class ResumeState:
     @property
     def after(self) -> int:
         """The sequence number the resumed events follow (the checkpoint's, or -1)."""
-        return self.checkpoint.event_seq if self.checkpoint is not None else -1
+        return _after(self.checkpoint)
+
+
+def _after(checkpoint: CheckpointRow | None) -> int:
+    return checkpoint.event_seq if checkpoint is not None else -1
+
+
+def _grouped(rows: Sequence[Any], make: Callable[..., T]) -> dict[str, list[T]]:
+    """Rows of (response id, *values), in order, as `make(*values)` per response."""
+    out: dict[str, list[T]] = {}
+    for rid, *rest in rows:
+        out.setdefault(rid, []).append(make(*rest))
+    return out
 
 
 class ResumeReads(StoreBase):
     async def resume_states(self, rows: Sequence[ResponseRow], *, journal: bool) -> dict[str, ResumeState]:
         """The `ResumeState` of each of `rows` (claimed responses), by response id: the reads
-        run at once (the events after the checkpoints read, once those are known)."""
-        states = {row.id: ResumeState() for row in rows}
+        run at once (the events after the checkpoints read, once those are known), then each
+        state is built from what they read."""
         if not rows:
-            return states
-        ids = list(states)
+            return {}
+        ids = [row.id for row in rows]
         users = {row.id: row.user_id for row in rows}
         checkpoints = asyncio.ensure_future(self._newest_checkpoints(ids))
-        others: list[asyncio.Future[Any]] = [
-            checkpoints,
-            asyncio.ensure_future(self._maxima(ids, states)),
-            asyncio.ensure_future(self._outputs(ids, states)),
-            asyncio.ensure_future(self._takeovers(ids, states)),
-        ]
-        if journal:
-            others.append(asyncio.ensure_future(self._journal(ids, states)))
+        maxima = asyncio.ensure_future(self._maxima(ids))
+        outputs = asyncio.ensure_future(self._outputs(ids))
+        takeovers = asyncio.ensure_future(self._takeovers(ids))
+        journals = asyncio.ensure_future(self._journal(ids)) if journal else None
+        others: list[asyncio.Future[Any]] = [checkpoints, maxima, outputs, takeovers]
+        if journals is not None:
+            others.append(journals)
         try:
-            for cp in await checkpoints:
-                if users.get(cp.response_id) == cp.user_id:
-                    states[cp.response_id].checkpoint = cp
-            await self._events(states)
+            newest = {
+                cp.response_id: cp for cp in await checkpoints if users.get(cp.response_id) == cp.user_id
+            }
+            events = await self._events({rid: _after(newest.get(rid)) for rid in ids})
         finally:
             # Every read ends before this returns or raises (the first error raised).
             done = await asyncio.gather(*others, return_exceptions=True)
         for outcome in done:
             if isinstance(outcome, BaseException):
                 raise outcome
-        return states
+        journal_rows = journals.result() if journals is not None else {}
+        return {
+            rid: ResumeState(
+                checkpoint=newest.get(rid),
+                events=events.get(rid, []),
+                max_seq=maxima.result().get(rid, (-1, -1))[0],
+                max_index=maxima.result().get(rid, (-1, -1))[1],
+                outputs=outputs.result().get(rid, []),
+                journal=journal_rows.get(rid, []),
+                takeovers=takeovers.result().get(rid, []),
+            )
+            for rid in ids
+        }
 
     async def _newest_checkpoints(self, ids: list[str]) -> list[CheckpointRow]:
         c, r = t.checkpoints.c, t.responses.c
@@ -85,7 +110,8 @@ class ResumeReads(StoreBase):
         async with self._read() as conn:
             return [checkpoint_row(row) for row in (await conn.execute(q)).all()]
 
-    async def _maxima(self, ids: list[str], states: dict[str, ResumeState]) -> None:
+    async def _maxima(self, ids: list[str]) -> dict[str, tuple[int, int]]:
+        """(highest event sequence number, highest output index) of each response (-1: none)."""
         r, e, o = t.responses.c, t.events.c, t.output_items.c
         q = select(
             r.id,
@@ -93,29 +119,27 @@ class ResumeReads(StoreBase):
             select(func.max(o.output_index)).where(o.response_id == r.id).scalar_subquery(),
         ).where(r.id.in_(ids))
         async with self._read() as conn:
-            for rid, seq, index in (await conn.execute(q)).all():
-                state = states[rid]
-                state.max_seq = -1 if seq is None else int(seq)
-                state.max_index = -1 if index is None else int(index)
+            return {
+                rid: (-1 if seq is None else int(seq), -1 if index is None else int(index))
+                for rid, seq, index in (await conn.execute(q)).all()
+            }
 
-    async def _events(self, states: dict[str, ResumeState]) -> None:
+    async def _events(self, afters: dict[str, int]) -> dict[str, list[EventRow]]:
+        """The events of each response after its sequence number in `afters`."""
         e = t.events.c
         # A row is keyed by its last event (`_events`): the first row past `after` may hold
         # events before it too, which `decode` leaves out.
-        after = or_(*(and_(e.response_id == rid, e.seq > s.after) for rid, s in states.items()))
+        after = or_(*(and_(e.response_id == rid, e.seq > seq) for rid, seq in afters.items()))
         q = (
             select(e.response_id, e.seq, e.type, e.data, e.size, e.packed)
             .where(after)
             .order_by(e.response_id, e.seq)
         )
-        by_response: dict[str, list[Any]] = {}
         async with self._read() as conn:
-            for rid, *row in (await conn.execute(q)).all():
-                by_response.setdefault(rid, []).append(row)
-        for rid, rows in by_response.items():
-            states[rid].events.extend(_events.decode(rows, states[rid].after))
+            by_response = _grouped((await conn.execute(q)).all(), lambda *row: row)
+        return {rid: _events.decode(rows, afters[rid]) for rid, rows in by_response.items()}
 
-    async def _outputs(self, ids: list[str], states: dict[str, ResumeState]) -> None:
+    async def _outputs(self, ids: list[str]) -> dict[str, list[OutputItemRow]]:
         o = t.output_items.c
         q = (
             select(o.response_id, o.output_index, o.item_id, o.status, o.included, o.data)
@@ -123,10 +147,9 @@ class ResumeReads(StoreBase):
             .order_by(o.response_id, o.output_index)
         )
         async with self._read() as conn:
-            for rid, *rest in (await conn.execute(q)).all():
-                states[rid].outputs.append(OutputItemRow(*rest))
+            return _grouped((await conn.execute(q)).all(), OutputItemRow)
 
-    async def _journal(self, ids: list[str], states: dict[str, ResumeState]) -> None:
+    async def _journal(self, ids: list[str]) -> dict[str, list[JournalRow]]:
         j = t.journal.c
         q = (
             select(j.response_id, *(j[c] for c in _sql.JOURNAL.value_columns))
@@ -134,10 +157,9 @@ class ResumeReads(StoreBase):
             .order_by(j.response_id, j.seq)
         )
         async with self._read() as conn:
-            for rid, *rest in (await conn.execute(q)).all():
-                states[rid].journal.append(JournalRow(*rest))
+            return _grouped((await conn.execute(q)).all(), JournalRow)
 
-    async def _takeovers(self, ids: list[str], states: dict[str, ResumeState]) -> None:
+    async def _takeovers(self, ids: list[str]) -> dict[str, list[Takeover]]:
         c = t.takeovers.c
         q = (
             select(c.response_id, c.attempt, c.at, c.owner, c.previous_owner, c.checkpoint_id, c.span_id)
@@ -145,5 +167,4 @@ class ResumeReads(StoreBase):
             .order_by(c.response_id, c.attempt)
         )
         async with self._read() as conn:
-            for rid, *rest in (await conn.execute(q)).all():
-                states[rid].takeovers.append(Takeover(*rest))
+            return _grouped((await conn.execute(q)).all(), Takeover)

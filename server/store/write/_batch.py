@@ -46,7 +46,7 @@ WRITE_FIELDS = frozenset(
         *("response_id", "owner", "events", "items", "checkpoint", "pending", "create", "answers"),
         *("claims", "status"),
         *("usage", "finish", "prune", "lease_until", "webhooks", "journal", "journal_keep"),
-        *("journal_clear", "journal_stats", "urgent", "future"),
+        *("journal_clear", "journal_stats", "urgent"),
     }
 )
 if {f.name for f in fields(Write)} != WRITE_FIELDS:
@@ -93,34 +93,28 @@ class Batch:
 
     @classmethod
     def of(cls, writes: Iterable[Write], *, lease_seconds: float, now: float) -> Batch:
-        batch = cls(now=now)
-        by_key: dict[tuple[str, str], Fence] = {}
-        implicit_below = now + lease_seconds * RENEW_BELOW_SHARE
+        """The batch of `writes`: each sorted into its part, each (response, owner)'s writes
+        folded into its fence, then the batch built once from them."""
+        creations: list[Write] = []
+        owned: list[Write] = []
+        unowned: list[Write] = []
+        by_key: dict[tuple[str, str], list[Write]] = {}
         for w in writes:
             if w.create is not None:
-                batch.creations.append(w)
+                creations.append(w)
             elif w.answers is not None or w.claims is not None:
                 raise ValueError(f"a write of {w.response_id} answers or claims without creating it")
             if w.owner is None:
                 _check_unowned(w)
-                batch.unowned.append(w)
+                unowned.append(w)
                 continue
-            batch.owned.append(w)
-            if w.lease_until is None:
-                until, below = now + lease_seconds, implicit_below
-            else:
-                until, below = w.lease_until, math.inf
-            fence = by_key.get((w.response_id, w.owner))
-            if fence is None:
-                fence = by_key[(w.response_id, w.owner)] = Fence(w.response_id, w.owner, until, below)
-            else:
-                fence.until = max(fence.until, until)
-                fence.renew_below = max(fence.renew_below, below)
-            _merge(fence, w)
-        batch.fences = sorted(by_key.values(), key=lambda f: f.response_id)
-        if any(f.journal_keep is not None or f.journal_clear for f in batch.fences):
-            batch.owned = _drop_superseded(batch.owned, by_key)
-        return batch
+            owned.append(w)
+            by_key.setdefault((w.response_id, w.owner), []).append(w)
+        implicit = (now + lease_seconds, now + lease_seconds * RENEW_BELOW_SHARE)
+        fences = {key: _fence(key, ws, implicit) for key, ws in by_key.items()}
+        if any(f.journal_keep is not None or f.journal_clear for f in fences.values()):
+            owned = _drop_superseded(owned, fences)
+        return cls(creations, sorted(fences.values(), key=lambda f: f.response_id), owned, unowned, now)
 
     def kept(self, lost: set[tuple[str, str]]) -> list[Write]:
         """The owned writes whose fence matched."""
@@ -153,21 +147,40 @@ def _drop_superseded(writes: list[Write], fences: dict[tuple[str, str], Fence]) 
     return out
 
 
-def _merge(fence: Fence, w: Write) -> None:
-    if w.status is not None:
-        fence.status = w.status
-    if w.usage is not None:
-        fence.usage = w.usage
-    if w.journal_stats is not None:
-        fence.journal_stats = w.journal_stats
-    if w.finish is not None:
-        fence.finish = w.finish
-    if w.prune is not None:
-        fence.prune = w.prune
-    if w.journal_keep is not None:
-        fence.journal_keep = w.journal_keep
-    if w.journal_clear:
-        fence.journal_clear = True
+def _fence(key: tuple[str, str], writes: list[Write], implicit: tuple[float, float]) -> Fence:
+    """One (response, owner)'s fence from its writes, in submission order: the longest lease
+    any asks for, and of each change to the row the last one given. (Plain comparisons and
+    positional arguments: this runs for every response of every batch.) `implicit`: the lease's
+    end and renewal threshold of a write that names no `lease_until`."""
+    until, below = -math.inf, -math.inf
+    status = usage = journal_stats = journal_keep = None
+    finish: Finish | None = None
+    prune: tuple[str, str | None] | None = None
+    clear = False
+    for w in writes:
+        if w.lease_until is None:
+            u, b = implicit
+        else:
+            u, b = w.lease_until, math.inf
+        if u > until:
+            until = u
+        if b > below:
+            below = b
+        if w.status is not None:
+            status = w.status
+        if w.usage is not None:
+            usage = w.usage
+        if w.journal_stats is not None:
+            journal_stats = w.journal_stats
+        if w.finish is not None:
+            finish = w.finish
+        if w.prune is not None:
+            prune = w.prune
+        if w.journal_keep is not None:
+            journal_keep = w.journal_keep
+        clear = clear or w.journal_clear
+    rid, owner = key
+    return Fence(rid, owner, until, below, status, usage, journal_stats, finish, prune, journal_keep, clear)
 
 
 def _check_unowned(w: Write) -> None:

@@ -43,6 +43,7 @@ from ..ops.stats import OutboxStats
 from ..records import Write
 from ..settings import LEASE_SECONDS
 from ._failures import after_failure, describe_failure, failure_cause
+from ._futures import Futures
 from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._sequences import Sequences
@@ -79,6 +80,7 @@ class Outbox:
         # outbox idle (writes still commit one batch at a time, in submission order).
         self._busy = asyncio.Lock()
         self.stats = OutboxStats()
+        self._futures = Futures()
         self._sequences = Sequences()
         # FIFO numbering: a write's number is its submission order (`_queued` at submit time).
         self._queued = 0
@@ -95,11 +97,10 @@ class Outbox:
         if self._task is None:
             return
         sentinel = Write(response_id="", owner=None)
-        loop = asyncio.get_running_loop()
-        sentinel.future = loop.create_future()
+        closed = self._futures.of(sentinel)
         self._put(sentinel)
         with contextlib.suppress(Exception):
-            await sentinel.future
+            await closed
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
@@ -116,13 +117,12 @@ class Outbox:
         self._writer.notify_replicas(channel, prefix)
 
     def submit(self, write: Write) -> asyncio.Future[None]:
-        if write.future is None:
-            write.future = asyncio.get_running_loop().create_future()
+        future = self._futures.of(write)
         if self._task is None:
-            write.future.set_exception(StoreError("the outbox is closed"))
-            return write.future
+            self._futures.settle(write, StoreError("the outbox is closed"))
+            return future
         self._put(write)
-        return write.future
+        return future
 
     def busy(self) -> bool:
         """Whether a batch is committing now."""
@@ -144,7 +144,7 @@ class Outbox:
         if write.create is None or not idle:
             await self.submit(write)
             return
-        write.future = asyncio.get_running_loop().create_future()
+        future = self._futures.of(write)
         async with self._busy:
             # Numbered as if queued and taken at once (the queue is empty: nothing overtakes it).
             self._queued += 1
@@ -152,7 +152,7 @@ class Outbox:
             self._take(batch, write)
             if batch:
                 await self._commit_batch(batch)
-        await write.future
+        await future
 
     def _put(self, write: Write) -> None:
         self._queue.put_nowait(write)
@@ -217,8 +217,8 @@ class Outbox:
         if real:
             await self._commit_group(real)
         for w in batch:
-            if not w.response_id and w.future is not None and not w.future.done():
-                w.future.set_result(None)
+            if not w.response_id:
+                self._futures.settle(w)
 
     async def _commit_group(self, writes: list[Write]) -> dict[tuple[str, str | None], BaseException]:
         """Commit a batch; returns the (response, owner) pairs that failed, with the error."""
@@ -302,7 +302,8 @@ class Outbox:
             if found:
                 self._sequences.advance(self._sequences.check(found), set())
                 self._succeed(found)
-                return [w for w in writes if w not in found]
+                settled = {id(w) for w in found}
+                return [w for w in writes if id(w) not in settled]
             try:
                 lost = await self._commit(writes)
             except Exception as exc:
@@ -332,8 +333,7 @@ class Outbox:
             self._notifier.committed(w.response_id, w.events)
         self._notifier.publish_committed({w.response_id for w in writes})
         for w in writes:
-            if w.future is not None and not w.future.done():
-                w.future.set_result(None)
+            self._futures.settle(w)
 
     def _fail(self, writes: list[Write], exc: BaseException) -> None:
         if len(writes) == 1 and writes[0].create is not None and integrity_violation(exc):
@@ -348,10 +348,9 @@ class Outbox:
         elif not isinstance(exc, LeaseLost | StoreError | DuplicateResponse | CreationRefused):
             log.error("outbox commit failed: %s", exc)
             exc = StoreError(f"could not commit to the database: {exc}")
-        self.stats.failed_writes += len(writes)
+        self.stats.failed(len(writes))
         for w in writes:
-            if w.future is not None and not w.future.done():
-                w.future.set_exception(exc)
+            self._futures.settle(w, exc)
         # Wake relays so they re-read the truth from the database.
         self._notifier.publish_many({w.response_id for w in writes})
 
