@@ -534,6 +534,33 @@ async def test_encode_decode_round_trip() -> None:
     assert texts == ["tick 1", "tick 0"]
 
 
+def test_checkpoint_values_encode_as_the_framework_encodes_them() -> None:
+    """The host walks a checkpoint's JSON part itself (`encode_value`) and hands every other value
+    to the framework: the result is the framework's own, on each supported release."""
+    from collections import OrderedDict, defaultdict
+
+    from agent_framework._workflows._checkpoint_encoding import encode_checkpoint_value
+
+    from durable_responses.runtime._af_private.checkpoints import encode_value
+
+    values: list[object] = [
+        None, True, 3, 2**70, 1.5, "é\u2028", [], {},
+        {"a": [1, {"b": None, "c": [CustomState("x", 1)]}], "d": {"e": "f"}},
+        {"__pickled__": "x", "y": 1}, {"__type__": "t"}, {1: "a", "b": 2}, {1: "a", "1": "b"},
+        (1, 2), {3, 4}, OrderedDict(a=1), defaultdict(list, a=[1]), [CustomState("y", 2), (5,)],
+        {"nested": [[{"k": [None, 1.0, {"z": (1,)}]}]]},
+    ]  # fmt: skip
+    for value in values:
+        assert encode_value(value) == encode_checkpoint_value(value), value
+
+
+def test_checkpoint_text_keeps_values_orjson_would_change() -> None:
+    for state in ({"x": float("nan"), "y": float("inf")}, {"big": 2**70}, {"t": "a\u00e9\x01"}):
+        checkpoint = WorkflowCheckpoint(workflow_name="w", graph_signature_hash="h", state=state)
+        again = decode_checkpoint(encode_checkpoint(checkpoint)).state
+        assert repr(again) == repr(state)
+
+
 async def test_pause_checkpoint_round_trip_keeps_pending_requests() -> None:
     storage = RecordingStorage()
     call_id, pause = await _pause_approval(storage)

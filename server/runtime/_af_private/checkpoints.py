@@ -2,7 +2,8 @@
 restricted unpickler's allow-list.
 
 Private names: ``agent_framework._workflows._checkpoint_encoding.encode_checkpoint_value`` /
-``decode_checkpoint_value`` (only ``register_checkpoint_type`` is public in 1.23.0).
+``decode_checkpoint_value`` (only ``register_checkpoint_type`` is public in 1.23.0), and the two
+keys its encoding marks a pickled value with (``_PICKLE_MARKER``, ``_TYPE_MARKER``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from agent_framework import WorkflowCheckpoint
 
 # The framework's checkpoint value encoding (what ``FileCheckpointStorage`` uses).
 from agent_framework._workflows._checkpoint_encoding import (
+    _PICKLE_MARKER,
+    _TYPE_MARKER,
     decode_checkpoint_value,
     encode_checkpoint_value,
 )
@@ -76,10 +80,45 @@ def _decode_value(raw: Any, allowed_types: Iterable[str]) -> Any:
 
 
 def encode_checkpoint(checkpoint: WorkflowCheckpoint) -> str:
-    """Serialize a checkpoint to JSON text exactly as ``FileCheckpointStorage`` encodes it."""
-    return json.dumps(
-        encode_checkpoint_value(checkpoint.to_dict()), ensure_ascii=False, separators=(",", ":")
-    )
+    """Serialize a checkpoint to JSON text with ``FileCheckpointStorage``'s value encoding."""
+    return _json_text(encode_value(checkpoint.to_dict()))
+
+
+_NATIVE = (str, int, float, bool, type(None))
+_MARKERS = frozenset({_PICKLE_MARKER, _TYPE_MARKER})
+
+
+def encode_value(value: Any) -> Any:
+    """``encode_checkpoint_value(value)``, its JSON part walked here: a plain dict whose keys are
+    all ``str`` and none of the pickle markers has its values encoded, a plain list its items,
+    a JSON value stays; any other value goes to the framework's encoding whole (what it pickles,
+    a dict it pickles or whose keys it converts). Every superstep encodes a checkpoint, and the
+    framework's walk (a list of key pairs, a set and a check per dict) took about as long as its
+    pickling."""
+    kind = type(value)
+    if kind is dict:
+        if all(type(k) is str for k in value) and _MARKERS.isdisjoint(value):
+            return {k: v if type(v) in _NATIVE else encode_value(v) for k, v in value.items()}
+    elif kind is list:
+        return [v if type(v) in _NATIVE else encode_value(v) for v in value]
+    elif kind in _NATIVE:
+        return value
+    return encode_checkpoint_value(value)
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON of an encoded checkpoint value, non-ASCII kept: orjson's text (every superstep
+    saves one; the standard encoder took ~19 us of a ~1 KB checkpoint, orjson ~1 us), or the
+    standard encoder's where orjson would change a value: it writes NaN and infinities as
+    `null` (any `null` in its text takes the standard path, which keeps them as `json` reads
+    them back) and refuses integers beyond 64 bits."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        text = b"null"
+    if b"null" not in text:
+        return text.decode()
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> WorkflowCheckpoint:
@@ -104,7 +143,7 @@ def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> Workfl
 def encode_session(session: dict[str, Any]) -> str:
     """A plain agent's ``AgentSession.to_dict()`` as JSON text, with the checkpoint encoding (values
     that are not JSON are kept the way checkpoints keep them, and decoded through the same allow-list)."""
-    return json.dumps(encode_checkpoint_value(session), ensure_ascii=False, separators=(",", ":"))
+    return _json_text(encode_value(session))
 
 
 def decode_session(text: str, *, allowed_types: Iterable[str] = ()) -> dict[str, Any]:
