@@ -137,6 +137,10 @@ class Sink(ABC):
         return self.seq - 1
 
 
+def _counts(stats: JournalStats) -> tuple[int, int, int]:
+    return (stats.recorded, stats.replayed, stats.rerun)
+
+
 def _item_row(c: ClosedItem) -> OutputItemRow:
     return OutputItemRow(c.output_index, c.item_id, c.status, c.included, dumps(c.item))
 
@@ -186,7 +190,8 @@ class SqlSink(Sink):
         self.journal = RunJournal(
             response_id, self.record if journaling else None, stats=journal_stats or JournalStats()
         )
-        self._journal_sent: str | None = None
+        # The counts a write last carried (at first, those the response's row holds already).
+        self._journal_sent = _counts(JournalStats.from_json(self.journal.baseline))
 
     def emit(self, event: dict[str, Any]) -> None:
         seq = self.seq
@@ -298,11 +303,11 @@ class SqlSink(Sink):
         """The journal's counts, when they changed since a write last carried them."""
         if self.journal.record is None:
             return None
-        stats = self.journal.stats.json()
-        if stats == (self._journal_sent or self.journal.baseline):
-            return None
-        self._journal_sent = stats
-        return stats
+        counts = _counts(self.journal.stats)
+        if counts == self._journal_sent:
+            return None  # compared as numbers: a write per superstep made their JSON each time
+        self._journal_sent = counts
+        return self.journal.stats.json()
 
     def record(self, rows: list[JournalRow], urgent: bool) -> asyncio.Future[None]:
         self._check()
