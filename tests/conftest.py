@@ -46,8 +46,8 @@ DIALECTS = ["sqlite", "postgresql"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Subprocess servers start from a warm spare (see `support.servers`); 0 turns that off.
-    servers.keep_spares(int(os.environ.get("DURABLE_RESPONSES_TEST_SPARES", "1")))
+    # Subprocess servers start as forks of a warm process (see `support.forkserver`); 0 turns that off.
+    servers.fork_servers(os.environ.get("DURABLE_RESPONSES_TEST_FORKS", "1") != "0")
 
 
 # Modules whose tests keep both cores busy (client and server CPU-bound). Under pytest-xdist

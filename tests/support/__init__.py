@@ -2,7 +2,7 @@
 
 - `inprocess.InProcessServer`: the real `server.build(settings)` under uvicorn in a thread of
   the test process (real TCP); for everything that needs no process to die.
-- `servers.ServerProcess`: `durable-responses serve` in a subprocess (from a warm spare), for
+- `servers.ServerProcess`: `durable-responses serve` in a subprocess (a fork of a warm process), for
   `kill -9`, SIGTERM and the command itself.
 - `pg`: fresh PostgreSQL databases from a migrated template; fails without PostgreSQL unless
   DURABLE_RESPONSES_SKIP_POSTGRES=1. `pgserver`: a PostgreSQL server of the test's own.

@@ -1,21 +1,20 @@
 """A real server in a subprocess (`durable-responses serve` on a free loopback port), for tests
 that must `kill -9` it, SIGTERM it, or start another on the same database.
 
-Start-up is most of a crash test's cost (~3 s on this machine, 2 s of it importing the
-framework), so a server normally starts from a *spare*: a Python process spawned ahead of
-time that has imported the server's modules and waits for its command line on stdin. It then
-sets the test's environment and working directory and calls `durable_responses.cli.main(argv)`, the
-function `python -m durable_responses` calls: the same `serve` from argument parsing on (settings, app
+Importing the server and the framework is most of a start's CPU (~1.5-2 s per interpreter), so
+in the test suite a server normally starts as a fork of the fork server (`support.forkserver`):
+one process per test process that imported those modules once. The child sets the test's
+environment and working directory and calls `durable_responses.cli.main(argv)`, the function
+`python -m durable_responses` calls: the same `serve` from argument parsing on (settings, app
 loading, migration, uvicorn, signal handling), in a process of its own that `kill -9` ends
-like any other. The app module (`--app`) is imported by `serve` itself, after the command
-line arrived. `ServerProcess(..., cold=True)` runs `python -m durable_responses serve` instead, for
-tests of the command itself. Only the test suite turns spares on (`keep_spares`).
+like any other. The app module (`--app`) is imported by `serve` itself, in the child.
+`ServerProcess(..., cold=True)` runs `python -m durable_responses serve` instead, for tests of
+the command itself. Only the test suite turns the fork server on (`fork_servers`).
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import signal
 import socket
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from . import forkserver
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -97,69 +98,6 @@ def listens(pid: int, port: int) -> bool:
 RUNNING: list[Any] = []  # every server (subprocess or in-process) not yet stopped
 
 
-# region spares
-
-_SPARE = """
-import json, os, sys
-import uvicorn, uvloop, httptools  # what `serve` imports on its way to listening
-import agent_framework
-import durable_responses.cli, durable_responses.service, durable_responses.http.app, durable_responses.runtime.host
-line = sys.stdin.readline()
-if not line:
-    sys.exit(0)
-cfg = json.loads(line)
-log = os.open(cfg["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-os.dup2(log, 1)
-os.dup2(log, 2)
-os.close(log)
-os.environ.clear()
-os.environ.update(cfg["env"])
-os.chdir(cfg["cwd"])
-sys.argv = ["durable-responses", *cfg["argv"]]
-durable_responses.cli.main(cfg["argv"])
-"""
-
-_spares: list[subprocess.Popen[bytes]] = []
-_spares_lock = threading.Lock()
-# Spares kept warm; 0 (the default outside the test suite: a benchmark's restart figure must
-# include the interpreter's start) starts every server the ordinary way. The test suite's
-# conftest sets it (DURABLE_RESPONSES_TEST_SPARES, default 1).
-SPARES = 0
-
-
-def keep_spares(n: int) -> None:
-    global SPARES
-    SPARES = n
-
-
-def _spawn_spare() -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", _SPARE],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def _take_spare() -> subprocess.Popen[bytes] | None:
-    """A warm spare (spawning its replacement), or None when spares are off."""
-    if SPARES <= 0:
-        return None
-    with _spares_lock:
-        spare = None
-        while _spares:
-            candidate = _spares.pop(0)
-            if candidate.poll() is None:
-                spare = candidate
-                break
-        while len(_spares) < SPARES:
-            _spares.append(_spawn_spare())
-    return spare if spare is not None else _spawn_spare()
-
-
 @atexit.register
 def _kill_leftovers() -> None:
     """Servers a failed fixture never got to stop die with the test process (they would hold
@@ -169,17 +107,11 @@ def _kill_leftovers() -> None:
             srv.kill()
 
 
-@atexit.register
-def _drop_spares() -> None:
-    with _spares_lock:
-        for spare in _spares:
-            if spare.poll() is None:
-                spare.kill()
-                spare.wait(10)
-        _spares.clear()
-
-
-# endregion
+def fork_servers(on: bool) -> None:
+    """Whether servers start as forks of the fork server (the test suite's conftest turns it
+    on; off, the default elsewhere: a benchmark's restart figure must include the
+    interpreter's start)."""
+    forkserver.ENABLED = on
 
 
 class ServerProcess:
@@ -197,7 +129,7 @@ class ServerProcess:
         python: str | None = None,
     ) -> None:
         # Another interpreter (another venv: another agent-framework release) starts cold: the
-        # spares run this one.
+        # fork server runs this one.
         self.python = python or sys.executable
         cold = cold or python is not None
         self.log_level = log_level
@@ -209,7 +141,7 @@ class ServerProcess:
         self._own_port = port is None  # chosen here: another one is chosen if it is taken
         self.port = port or free_port()
         self.cold = cold
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | forkserver.Forked | None = None
         self.log_path = workdir / f"server-{self.port}-{uuid.uuid4().hex[:6]}.log"
 
     @property
@@ -235,8 +167,9 @@ class ServerProcess:
     def start(self, timeout: float = 60) -> ServerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONPATH": str(ROOT), **TEST_ENV, **self.env}
-        spare = None if self.cold else _take_spare()
-        if spare is None:
+        config = {"argv": self._argv(), "env": env, "cwd": str(self.workdir), "log": str(self.log_path)}
+        self.proc = None if self.cold else forkserver.fork(config)
+        if self.proc is None:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [self.python, "-m", "durable_responses", *self._argv()],
@@ -245,12 +178,6 @@ class ServerProcess:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
-        else:
-            config = {"argv": self._argv(), "env": env, "cwd": str(self.workdir), "log": str(self.log_path)}
-            assert spare.stdin is not None
-            spare.stdin.write(json.dumps(config).encode() + b"\n")
-            spare.stdin.close()
-            self.proc = spare
         RUNNING.append(self)
         deadline = time.monotonic() + timeout
         # One client for the whole wait: a new one per poll builds a TLS context (~15 ms of CPU)
@@ -260,12 +187,6 @@ class ServerProcess:
                 if self.proc.poll() is not None:
                     if self._port_taken():
                         return self._start_elsewhere(timeout)
-                    if spare is not None and not self.log():
-                        # The spare died before it read its command line (it logs nothing
-                        # before): start this one the ordinary way, so the error is in the log.
-                        RUNNING.remove(self)
-                        self.cold = True
-                        return self.start(timeout)
                     raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
                 try:
                     ready = http.get(self.base_url + "/readiness").status_code == 200
