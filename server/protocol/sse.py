@@ -26,6 +26,11 @@ def dumps(obj: Any) -> str:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+class LastFrames(bytes):
+    """Frames that end a stream (their last is a terminal event): a response body whose last
+    chunk is one ends with it, in the same write, instead of an empty chunk of its own."""
+
+
 def frame(event_type: str, seq: int, data_json: str) -> bytes:
     """One SSE frame; `data_json` must be single-line JSON (as `dumps` produces)."""
     if "\n" in data_json or "\r" in data_json or "\n" in event_type or "\r" in event_type:

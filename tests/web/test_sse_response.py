@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from durable_responses.http.sse import KEEPALIVE, SSE_HEADERS, StreamResponse, sse_response
+from durable_responses.protocol.sse import LastFrames
 
 _SCOPE = {"type": "http", "method": "GET", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
 
@@ -21,7 +22,7 @@ class Frames:
 
     def __init__(self, frames: list[bytes], pause: float = 0.0) -> None:
         self.frames, self.pause = frames, pause
-        self.started = self.closed = False
+        self.started = self.closed = self.finished = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         self.started = True
@@ -29,6 +30,7 @@ class Frames:
             for f in self.frames:
                 await asyncio.sleep(self.pause)
                 yield f
+            self.finished = True
         finally:
             self.closed = True
 
@@ -70,6 +72,18 @@ async def test_frames_go_out_in_order_with_the_stream_headers() -> None:
     assert _bodies(sent) == FRAMES
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
     assert body.closed
+
+
+async def test_the_last_frames_end_the_body_in_their_own_message() -> None:
+    """A chunk marked as the stream's last (its terminal event's frames) goes out with
+    `more_body: False`: no empty message after it, and the frames' iterator still runs to its
+    end (a relay's stream that stops early counts as abandoned)."""
+    body = Frames([FRAMES[0], LastFrames(FRAMES[1] + FRAMES[2])])
+    sent = await _run(sse_response(body, keepalive=15))
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body", "http.response.body"]
+    assert sent[1] == {"type": "http.response.body", "body": FRAMES[0], "more_body": True}
+    assert sent[2] == {"type": "http.response.body", "body": FRAMES[1] + FRAMES[2], "more_body": False}
+    assert body.finished and body.closed
 
 
 async def test_keepalives_are_comment_lines_between_frames_and_never_after_the_end() -> None:
