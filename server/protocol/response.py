@@ -30,6 +30,16 @@ def usage(
     }
 
 
+def _copy(value: Any) -> Any:
+    """A deep copy of a request's or a state's value; None and empty ones (most of them, in
+    most responses) without the copy module's walk: a Response is built several times per response."""
+    if value is None or type(value) is str:
+        return value
+    if not value and type(value) in (list, dict):
+        return type(value)()
+    return copy.deepcopy(value)
+
+
 def _text_field(text: dict[str, Any] | None) -> dict[str, Any]:
     field = copy.deepcopy(text) if text else {}
     if field.get("format") is None:
@@ -81,16 +91,16 @@ def build_response(
         "created_at": created_at,
         "completed_at": completed_at,
         "status": status,
-        "incomplete_details": copy.deepcopy(incomplete_details),
+        "incomplete_details": _copy(incomplete_details),
         "model": req.model or "",
         "previous_response_id": req.previous_response_id,
         "instructions": req.instructions,
         # A shallow copy: output items are final (closed) dicts nobody changes; copying them
         # deeply was a measurable share of the end of a long response.
         "output": list(output) if output is not None else [],
-        "error": copy.deepcopy(error),
-        "tools": copy.deepcopy(req.tools),
-        "tool_choice": copy.deepcopy(req.tool_choice),
+        "error": _copy(error),
+        "tools": _copy(req.tools),
+        "tool_choice": _copy(req.tool_choice),
         "truncation": req.truncation,
         "parallel_tool_calls": req.parallel_tool_calls,
         "text": _text_field(req.text),
@@ -100,7 +110,7 @@ def build_response(
         "top_logprobs": req.top_logprobs if req.top_logprobs is not None else 0,
         "temperature": req.temperature if req.temperature is not None else 1.0,
         "reasoning": _reasoning_field(req.reasoning),
-        "usage": copy.deepcopy(usage),
+        "usage": _copy(usage),
         "max_output_tokens": req.max_output_tokens,
         "max_tool_calls": req.max_tool_calls,
         "store": req.store,
@@ -113,7 +123,7 @@ def build_response(
     if conversation is not None:
         body["conversation"] = {"id": conversation}
     if req.agent_reference is not None:
-        body["agent_reference"] = copy.deepcopy(req.agent_reference)
+        body["agent_reference"] = _copy(req.agent_reference)
     if req.agent_session_id is not None:
         body["agent_session_id"] = req.agent_session_id
     return body
