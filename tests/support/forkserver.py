@@ -22,6 +22,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,9 @@ def forks(path):
         if sys.stdin in ready and not os.read(sys.stdin.fileno(), 1):
             for pid, _conn in children.values():  # the test process is gone: so are its servers
                 os.kill(pid, signal.SIGKILL)
+            # and its socket's directory (the test process may have exited without its atexit)
+            os.unlink(path)
+            os.rmdir(os.path.dirname(path))
             sys.exit(0)
         if listener in ready:
             conn, _ = listener.accept()
@@ -186,9 +190,7 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-        for name in os.listdir(self._dir):
-            os.unlink(os.path.join(self._dir, name))
-        os.rmdir(self._dir)
+        shutil.rmtree(self._dir, ignore_errors=True)  # the fork server removes it as it exits
 
 
 _server: ForkServer | None = None
