@@ -1,7 +1,8 @@
 """How survivors share a dead replica's responses (`DeadOwners`, PostgreSQL liveness locks),
 against a store that plays the lock table and the responses: each claims its share after
-SHARE_AT, another's only DEAD_GRACE later, and not while it sees another survivor claiming
-(one that looked late numbers the rest differently and claims part of this one's share)."""
+SHARE_AT, another live member's only DEAD_GRACE later, and not while it sees another survivor
+claiming (one that looked late numbers the rest differently and claims part of this one's
+share); the share of a member that dies too is shared again at once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from durable_responses.runtime.recovery import dead_owners
 from durable_responses.runtime.recovery.dead_owners import DeadOwners
 
-ME, OTHER = 1, 2
+ME, OTHER, THIRD = 1, 2, 3
 
 
 class FakeStore:
@@ -21,9 +22,10 @@ class FakeStore:
         self.liveness_database = 1
         self.liveness_key = ME
         self.dead = {rid: "dead:live-x" for rid in ids}
+        self.members = [ME, OTHER]
 
     async def live_members(self, database: int) -> list[int]:
-        return [ME, OTHER]
+        return list(self.members)
 
     async def dead_owned(self, owner: str, members: Sequence[int]) -> list[tuple[str, str]]:
         return sorted(self.dead.items())
@@ -69,3 +71,25 @@ async def test_another_survivor_claiming_defers_its_share(monkeypatch: Any) -> N
     assert await owners.claim() == []
     clock[0] += dead_owners.LIVENESS_POLL + 0.1
     assert sorted(r.id for r in await owners.claim()) == ids[7::2]  # it stopped: taken after all
+
+
+async def test_the_share_of_a_member_that_died_too_is_shared_again_at_once(monkeypatch: Any) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    ids = [f"r{i:02d}" for i in range(12)]
+    owners, store = _owners(ids)
+    store.members = [ME, OTHER, THIRD]
+    await owners.claim()
+    clock[0] += dead_owners.SHARE_AT
+    assert [r.id for r in await owners.claim()] == ids[0::3]  # rank 0 of 3
+    store.members = [ME, OTHER]  # the third survivor died before it claimed its share
+    clock[0] += dead_owners.LIVENESS_POLL
+    # Its share (r02, r05, r08, r11), numbered again over the two left: ours is every other one.
+    assert [r.id for r in await owners.claim()] == ["r02", "r08"]
+    died = clock[0]
+    clock[0] = 1000.0 + dead_owners.SHARE_AT + dead_owners.DEAD_GRACE - 0.05
+    assert await owners.claim() == []  # the live one's share is left to it
+    clock[0] += 0.1
+    assert [r.id for r in await owners.claim()] == ids[1::3]  # it stalled: taken
+    clock[0] = died + dead_owners.DEAD_GRACE
+    assert [r.id for r in await owners.claim()] == ["r05", "r11"]  # its part of the third's share too

@@ -5,10 +5,13 @@ Invariants:
 - Only a process that holds its own liveness lock judges others (`Store.judges_liveness`).
 - A dead owner's responses are shared among the live members: the i-th, in id order, is the
   share of the member ranked i modulo their number; nobody claims before SHARE_AT after it
-  first saw them (every survivor has normally seen the same list by then), and a survivor
-  claims another's share only DEAD_GRACE after that (its owner may have died too), or after
-  it last saw another survivor claim (one that looked late, after some were claimed, numbered
-  the rest differently and claims part of this one's share as its own).
+  first saw them (every survivor has normally seen the same list by then).
+- A share whose member dies too is shared again, the same way, among the members left: the
+  survivors agree on it because they numbered the first list alike.
+- A survivor claims a live member's share only DEAD_GRACE after that (the member holds its
+  lock but claims nothing: stalled), or after it last saw another survivor claim (one that
+  looked late, after some were claimed, numbered the rest differently and claims part of this
+  one's share as its own).
 - The claim is the store's `claim_dead`, fenced like every claim: a response another survivor
   claimed meanwhile is not claimed again.
 """
@@ -26,11 +29,14 @@ log = logging.getLogger("durable_responses.recovery")
 
 # How often a sleeping recovery reads the live members (one read of the lock table), how often it
 # also reads the active responses for dead owners when no member went away, and how long a
-# survivor leaves a dead owner's response to the survivor whose share it is before it claims it.
+# survivor leaves a dead owner's response to the live survivor whose share it is before it claims
+# it. A survivor whose process is busy (two pytest runs on two cores) looks up to ~1 s late; one
+# that died too loses its lock, and its share is shared again at once, so the grace only bounds
+# how long a live but stalled member holds up its share: well under half the default lease.
 LIVENESS_POLL = 0.2
 FULL_LOOK = 2.0
 SHARE_AT = 0.3
-DEAD_GRACE = 0.6
+DEAD_GRACE = 3.0
 
 
 class DeadOwners:
@@ -38,8 +44,8 @@ class DeadOwners:
         self._store = store
         self._lanes = lanes
         self._owner = owner
-        # Dead-owned response id -> when to claim it (wall), and whether it is this process's share.
-        self._seen: dict[str, tuple[float, bool]] = {}
+        # Dead-owned response id -> when to claim it (wall), and the member whose share it is.
+        self._seen: dict[str, tuple[float, int | None]] = {}
         self._claimed: set[str] = set()  # of those, the ones this process claimed
         self._last_members: list[int] | None = None
         self._lost_member = False
@@ -68,21 +74,23 @@ class DeadOwners:
         for rid in gone:
             del plan[rid]
             self._claimed.discard(rid)
+        key = self._store.liveness_key
+        alone = key is None or key not in members or len(members) <= 1
         if others_claim:
             # Another survivor is claiming. One that first looked after some were claimed numbers
             # the rest differently, so part of what is its share here is this one's there: it
             # claims that part DEAD_GRACE after its own claims, which this one sees up to a
             # look (LIVENESS_POLL) late: leave it that long from now.
-            for rid, (when, mine) in plan.items():
-                if not mine:
-                    plan[rid] = (max(when, now + DEAD_GRACE + LIVENESS_POLL), mine)
-        key = self._store.liveness_key
-        rank = members.index(key) if key is not None and key in members else -1
-        alone = rank < 0 or len(members) <= 1
-        for i, (rid, _old) in enumerate(dead):
-            if rid not in plan:
-                mine = alone or i % len(members) == rank
-                plan[rid] = ((now if alone else now + SHARE_AT) + (0.0 if mine else DEAD_GRACE), mine)
+            for rid, (when, member) in plan.items():
+                if member != key:
+                    plan[rid] = (max(when, now + DEAD_GRACE + LIVENESS_POLL), member)
+        # The shares of members that died since: shared again among the members left.
+        orphans = sorted(rid for rid, (_when, member) in plan.items() if member not in members)
+        fresh = [rid for rid, _old in dead if rid not in plan]
+        for ids, start in ((orphans, now), (fresh, now + SHARE_AT)):
+            for i, rid in enumerate(ids):
+                member = key if alone else members[i % len(members)]
+                plan[rid] = ((now if alone else start) + (0.0 if member == key else DEAD_GRACE), member)
         return [(rid, old) for rid, old in dead if plan[rid][0] <= now]
 
     async def _members(self) -> list[int] | None:
