@@ -86,6 +86,9 @@ class FakeModelState:
     stored: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     finished: set[int] = field(default_factory=set)  # the calls answered to their end, by index
+    # The agents whose streamed replies stop before their last frame until they are released
+    # (`hold`): a test kills its server while such a call is in flight, never just after it.
+    held: frozenset[str] = frozenset()
 
     def record(self, **kwargs: Any) -> FakeCall:
         with self.lock:
@@ -103,6 +106,10 @@ class FakeModelState:
             self.token_delay = token_delay
         if reply_delay is not None:
             self.reply_delay = reply_delay
+
+    def hold(self, agents: AbstractSet[str] = frozenset()) -> None:
+        """Hold the streamed replies to these agents before their last frame (none: release)."""
+        self.held = frozenset(agents)
 
     def refuse(self, api: Api, body: dict[str, Any], exc: PromptError) -> JSONResponse:
         error = ModelError(400, None, "invalid_request_error", str(exc), exc.param)
@@ -136,10 +143,17 @@ def _new_id(prefix: str) -> str:
 async def _stream(
     state: FakeModelState, call: FakeCall, frames: Iterator[tuple[str, bool]]
 ) -> AsyncIterator[str]:
-    for frame, is_token in frames:
+    pending = next(frames, None)
+    while pending is not None:
+        frame, is_token = pending
+        following = next(frames, None)
         if is_token and state.token_delay > 0:
             await asyncio.sleep(state.token_delay)
+        # Released from a test's thread, where an asyncio.Event of this loop cannot be set.
+        while following is None and call.agent is not None and call.agent in state.held:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
         yield frame
+        pending = following
     state.finish(call)
 
 

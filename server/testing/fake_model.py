@@ -32,6 +32,7 @@ import argparse
 import socket
 import threading
 import time
+from collections.abc import Set as AbstractSet
 
 import uvicorn
 
@@ -45,7 +46,8 @@ class FakeModel:
     """The fake model served by uvicorn on loopback in a background thread.
 
     `start()`/`stop()` or `with FakeModel() as fake:`. `port=0` picks a free port. `token_delay`
-    (seconds, settable while running) is slept before every streamed token.
+    (seconds, settable while running) is slept before every streamed token; `hold(agents)` keeps
+    those agents' streamed replies from their last frame until released.
     """
 
     def __init__(self, *, token_delay: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -66,6 +68,11 @@ class FakeModel:
     @token_delay.setter
     def token_delay(self, seconds: float) -> None:
         self.state.slow(token_delay=seconds)
+
+    def hold(self, agents: AbstractSet[str] = frozenset()) -> None:
+        """Hold the streamed replies to these agents before their last frame until `hold()`
+        releases them: their calls stay in flight (not `finished`) as long as a test needs."""
+        self.state.hold(agents)
 
     @property
     def reply_delay(self) -> float:

@@ -346,44 +346,51 @@ def run_and_kill(case: Crash, life: FirstLife, fake: FakeModel) -> Killed:
     def calls() -> list[FakeCall]:
         return fake.calls_since(mark)
 
-    with start_times(fake, case.slow_from, case.token_delay) as started:
-        live = LiveStream(
-            life.server.base_url,
-            {"model": "fake-model", "input": case.input, "background": True, "stream": True},
-        )
+    # The calls to interrupt stop before their reply's last frame until the kill: killed a
+    # moment after the fake had finished one, the server might have recorded it (replayed,
+    # not repeated) or not (made again): a kill point in neither.
+    fake.hold(case.kill_in_flight)
+    try:
+        with start_times(fake, case.slow_from, case.token_delay) as started:
+            live = LiveStream(
+                life.server.base_url,
+                {"model": "fake-model", "input": case.input, "background": True, "stream": True},
+            )
 
-        def at_kill_point() -> bool:
-            if live.response_id is None:
-                return False
-            if not case.kill_in_flight:
-                return any(e["type"] == "response.output_text.delta" for e in live.events)
-            now = calls()
-            if not case.kill_in_flight <= {c.agent for c in now if not c.finished}:
-                return False
-            created = probe.created(live.response_id)
-            # Every call but the running ones started before the newest committed checkpoint
-            # (its superstep is behind it): only the running ones can rerun.
-            return bool(created) and all(started[c.index] < created[-1] for c in now if c.finished)
+            def at_kill_point() -> bool:
+                if live.response_id is None:
+                    return False
+                if not case.kill_in_flight:
+                    return any(e["type"] == "response.output_text.delta" for e in live.events)
+                now = calls()
+                if not case.kill_in_flight <= {c.agent for c in now if not c.finished}:
+                    return False
+                created = probe.created(live.response_id)
+                # Every call but the running ones started before the newest committed checkpoint
+                # (its superstep is behind it): only the running ones can rerun.
+                return bool(created) and all(started[c.index] < created[-1] for c in now if c.finished)
 
-        def state() -> str:  # what the wait saw, should it time out
-            cps = probe.created(live.response_id) if live.response_id else []
-            shown = [(c.agent, c.finished, started.get(c.index)) for c in calls()]
-            return f"calls {shown}, checkpoints {cps}, events {[e['type'] for e in live.events][-5:]}"
+            def state() -> str:  # what the wait saw, should it time out
+                cps = probe.created(live.response_id) if live.response_id else []
+                shown = [(c.agent, c.finished, started.get(c.index)) for c in calls()]
+                return f"calls {shown}, checkpoints {cps}, events {[e['type'] for e in live.events][-5:]}"
 
-        try:
-            _wait(at_kill_point, 60, f"{case.app}'s kill point", state)
-            life.server.kill()
-            fake.token_delay = 0.0
-            live.join()
-            rid = live.response_id
-            assert rid is not None
-            created = probe.created(rid)
-        finally:
-            fake.token_delay = 0.0
-            probe.close()
-        first_life = calls()
-        newest = created[-1] if created else 0.0
-        eligible = Counter(c.agent or "?" for c in first_life if started[c.index] >= newest)
+            try:
+                _wait(at_kill_point, 60, f"{case.app}'s kill point", state)
+                life.server.kill()
+                fake.token_delay = 0.0
+                live.join()
+                rid = live.response_id
+                assert rid is not None
+                created = probe.created(rid)
+            finally:
+                fake.token_delay = 0.0
+                probe.close()
+            first_life = calls()
+            newest = created[-1] if created else 0.0
+            eligible = Counter(c.agent or "?" for c in first_life if started[c.index] >= newest)
+    finally:
+        fake.hold()
     before = live.events
     assert before and before[-1]["type"] not in ("response.completed", "response.failed"), before[-1:]
     return Killed(rid, mark, before, first_life, eligible)

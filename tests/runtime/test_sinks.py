@@ -6,12 +6,18 @@ import asyncio
 import json
 
 import pytest
+from agent_framework import Agent
+from agent_framework_openai import OpenAIChatCompletionClient
 
 from durable_responses.protocol import events as ev
 from durable_responses.protocol import items
+from durable_responses.runtime import journal
+from durable_responses.runtime.journal import journaled
 from durable_responses.runtime.run.memory import MemorySink
 from durable_responses.runtime.run.sinks import SqlSink
-from durable_responses.store import LeaseLost, Store
+from durable_responses.runtime.run.usage import RunUsage, StreamUsage, Usage, UsageMeter, ensure_usage_spans
+from durable_responses.store import LeaseLost, Store, Write
+from durable_responses.testing import FakeModel
 from tests.store.helpers import checkpoint, event, owned
 
 
@@ -81,3 +87,43 @@ async def test_a_memory_sink_settles_by_giving_its_stream_a_turn() -> None:
     await sink.settle()
     assert sent == [0]
     await task
+
+
+async def test_a_model_calls_record_commits_with_its_usage(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-run replays a recorded model call and reports no usage for it: were the call's usage
+    left to the run's next write, a crash between the record's commit and that write would lose
+    it. The record's own write carries it (a real agent, its OpenAI client, the fake model)."""
+    await store.insert_response(owned("resp_1", "p1"), [], [event(0, "response.created")])
+    ensure_usage_spans()
+    meter = UsageMeter()
+    sink = SqlSink(
+        store, "resp_1", "p1", live=False, start_seq=1, usage=RunUsage(meter, StreamUsage()), journaling=True
+    )
+    carried: list[str | None] = []
+    submit = store.submit
+
+    def spy(write: Write) -> asyncio.Future[None]:
+        if write.journal:
+            carried.append(write.usage)
+        return submit(write)
+
+    monkeypatch.setattr(store, "submit", spy)
+    with FakeModel() as fake:
+        client = OpenAIChatCompletionClient(model="fake", api_key="k", base_url=fake.base_url)
+        agent = Agent(client=client, name="writer")
+        journaled(agent)
+
+        async def run() -> None:  # a task of its own, as a run is: the meter and journal are its context's
+            meter.activate()
+            journal.activate(sink.journal)
+            async for _ in agent.run("tell me about order B1 please", stream=True):
+                pass
+
+        await asyncio.create_task(run())
+        await sink.commit()
+        (call,) = fake.calls
+    assert call.usage is not None and call.usage.input_tokens > 0
+    reported = Usage(call.usage.input_tokens, call.usage.output_tokens, call.usage.cached_tokens)
+    assert [Usage.from_body(text) for text in carried] == [reported]

@@ -11,6 +11,8 @@ through the run's journal (`CURRENT_RUN`), recorded when it finishes or answered
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -72,12 +74,22 @@ def _record_result(context: ChatContext, journal: RunJournal, executor: str, pla
             return update
 
         def ended(response: ChatResponse[Any]) -> None:
-            journal.write(executor, place, "done", digest, encode_stream(seen), wait=False)
+            # Written a loop turn later: the framework ends the call's span (its usage, which the
+            # record's write carries: a replay reports none) right after its result hooks.
+            data = encode_stream(seen)
+            asyncio.get_running_loop().call_soon(_write_done, journal, executor, place, digest, data)
 
         context.stream_transform_hooks.append(keep)
         context.stream_result_hooks.append(ended)
     elif isinstance(result, ChatResponse):
         data = dumps({"response": result.to_dict()})
+        journal.write(executor, place, "done", digest, data, wait=False)
+
+
+def _write_done(journal: RunJournal, executor: str, place: str, digest: str, data: str) -> None:
+    # A sink whose write failed refuses this one and keeps its failure: the run's next write
+    # raises it (here, in a loop callback, nobody would see it).
+    with contextlib.suppress(Exception):
         journal.write(executor, place, "done", digest, data, wait=False)
 
 

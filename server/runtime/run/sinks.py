@@ -255,11 +255,7 @@ class SqlSink(Sink):
         waiting: Sequence[Mapping[str, Any]] = (),
     ) -> asyncio.Future[None]:
         self._check()
-        usage = self.usage.json() if self._carries_usage else None
-        if usage == self._usage_sent:
-            usage = None
-        else:
-            self._usage_sent = usage
+        usage = self._usage_update()
         keep, clear = None, False
         journal = self.journal
         if finish is not None or (checkpoint is not None and not checkpoint.awaits_input):
@@ -299,6 +295,14 @@ class SqlSink(Sink):
         self._inflight.append((asyncio.get_running_loop().time(), fut))
         return fut
 
+    def _usage_update(self) -> str | None:
+        """The usage so far, when it changed since a write last carried it."""
+        usage = self.usage.json() if self._carries_usage else None
+        if usage == self._usage_sent:
+            return None
+        self._usage_sent = usage
+        return usage
+
     def _journal_stats(self) -> str | None:
         """The journal's counts, when they changed since a write last carried them."""
         if self.journal.record is None:
@@ -318,6 +322,9 @@ class SqlSink(Sink):
             owner=self._owner,
             journal=rows,
             urgent=urgent,
+            # A model call's record carries its usage: a re-run replays the call and reports
+            # no usage for it, so the usage must commit with the record.
+            usage=self._usage_update(),
             journal_stats=self._journal_stats(),
         )
         fut = self._store.submit(write)
