@@ -106,11 +106,15 @@ durable_responses.cli.main(cfg["argv"])
 
 
 class Forked:
-    """A child of the fork server, as much of a `subprocess.Popen` as `ServerProcess` uses."""
+    """A child of the fork server, as much of a `subprocess.Popen` as `ServerProcess` uses.
+
+    Thread-safe as Popen is: a test's load thread polls a server that the test's own thread
+    kills and waits for; one thread at a time reads the fork server's answer."""
 
     def __init__(self, conn: socket.socket) -> None:
         self._conn = conn
         self._buffer = b""
+        self._reading = threading.Lock()
         self.returncode: int | None = None
         pid = self._line(timeout=30)
         if pid is None:
@@ -136,14 +140,23 @@ class Forked:
         return self.wait(0) if self.returncode is None else self.returncode
 
     def wait(self, timeout: float | None = None) -> int | None:
-        if self.returncode is None:
-            code = self._line(timeout)
-            if code is None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # Another thread reading the answer: wait for it (a poll does not).
+            if self._reading.acquire(timeout=-1 if left is None else left):
+                try:
+                    if self.returncode is None:
+                        code = self._line(left)
+                        if code is not None:
+                            self.returncode = code
+                            self._conn.close()
+                finally:
+                    self._reading.release()
+            if self.returncode is None and deadline is not None and time.monotonic() >= deadline:
                 if timeout == 0:
                     return None
                 raise subprocess.TimeoutExpired(f"server {self.pid}", timeout or 0)
-            self.returncode = code
-            self._conn.close()
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
