@@ -1,10 +1,11 @@
-"""Property test: POST /responses with thousands of generated bodies never yields a 5xx, and every
+"""Property test: POST /responses with hundreds of generated bodies never yields a 5xx, and every
 4xx carries the standard error body. One server per dialect (module scoped), a subprocess; each
 run counts its own status codes."""
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -211,8 +212,14 @@ def encode(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=True, allow_nan=True).encode()
 
 
+# Bodies per dialect per run. Each is a request to a real server (~17 ms here); the validation
+# itself is fuzzed in-process with more (tests/protocol/test_fuzz.py). A longer hunt:
+# DURABLE_RESPONSES_FUZZ_EXAMPLES=5000.
+EXAMPLES = int(os.environ.get("DURABLE_RESPONSES_FUZZ_EXAMPLES", "600"))
+
+
 @settings(
-    max_examples=2000,
+    max_examples=EXAMPLES,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
@@ -235,8 +242,9 @@ def test_fuzz_create(fuzz_server: ServerProcess) -> None:
         statuses: Counter[int] = Counter()  # this database's run only
         _property(client, statuses)
         print("fuzz status counts:", dict(sorted(statuses.items())))
-        # Both the rejection and the success paths were exercised, on this database.
-        assert statuses[200] > 50 and statuses[400] > 50, statuses
+        # Both the rejection and the success paths were exercised (~5-10% and ~90% of the
+        # bodies), on this database.
+        assert min(statuses[200], statuses[400]) >= EXAMPLES // 40, statuses
         # The server is still healthy afterwards.
         assert client.get("/readiness").status_code == 200
         ok = client.post("/responses", json={"model": "m", "input": "still fine"})

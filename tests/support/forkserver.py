@@ -168,12 +168,12 @@ class Forked:
 
 
 class ForkServer:
-    def __init__(self) -> None:
+    def __init__(self, python: str) -> None:
         self._dir = tempfile.mkdtemp(prefix="dr-forks-")
         self.path = os.path.join(self._dir, "forks.sock")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _PROGRAM, self.path],
+            [python, "-c", _PROGRAM, self.path],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,
@@ -206,26 +206,29 @@ class ForkServer:
         shutil.rmtree(self._dir, ignore_errors=True)  # the fork server removes it as it exits
 
 
-_server: ForkServer | None = None
+# One fork server per interpreter (another venv's python: another agent-framework release).
+_servers: dict[str, ForkServer] = {}
 _lock = threading.Lock()
 ENABLED = False  # the test suite's conftest turns it on (`servers.keep_spares`)
 
 
-def fork(config: dict[str, Any]) -> Forked | None:
-    """A forked server process running `config` (argv, env, cwd, log), or None when the fork
-    server is off or cannot be had (the caller starts the server the ordinary way)."""
-    global _server
+def fork(config: dict[str, Any], python: str | None = None) -> Forked | None:
+    """A forked server process running `config` (argv, env, cwd, log) under `python` (default:
+    this interpreter), or None when the fork server is off or cannot be had (the caller starts
+    the server the ordinary way)."""
     if not ENABLED:
         return None
+    python = python or sys.executable
     with _lock:
-        if _server is not None and _server.proc.poll() is not None:
-            _server = None  # it died: start another
-        if _server is None:
+        server = _servers.get(python)
+        if server is not None and server.proc.poll() is not None:
+            server = None  # it died: start another
+        if server is None:
             try:
-                _server = ForkServer()
+                server = _servers[python] = ForkServer(python)
             except OSError:
+                _servers.pop(python, None)
                 return None
-        server = _server
     try:
         return server.fork(config)
     except OSError:
@@ -234,8 +237,7 @@ def fork(config: dict[str, Any]) -> Forked | None:
 
 @atexit.register
 def _close() -> None:
-    global _server
     with _lock:
-        if _server is not None:
-            _server.close()
-            _server = None
+        for server in _servers.values():
+            server.close()
+        _servers.clear()

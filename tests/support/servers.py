@@ -128,10 +128,9 @@ class ServerProcess:
         cold: bool = False,
         python: str | None = None,
     ) -> None:
-        # Another interpreter (another venv: another agent-framework release) starts cold: the
-        # fork server runs this one.
+        # Another interpreter (another venv: another agent-framework release) has a fork server
+        # of its own.
         self.python = python or sys.executable
-        cold = cold or python is not None
         self.log_level = log_level
         self.database_url = database_url
         self.app = app
@@ -168,7 +167,7 @@ class ServerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYTHONPATH": str(ROOT), **TEST_ENV, **self.env}
         config = {"argv": self._argv(), "env": env, "cwd": str(self.workdir), "log": str(self.log_path)}
-        self.proc = None if self.cold else forkserver.fork(config)
+        self.proc = None if self.cold else forkserver.fork(config, self.python)
         if self.proc is None:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
