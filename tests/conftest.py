@@ -53,14 +53,45 @@ def pytest_configure(config: pytest.Config) -> None:
 # Modules whose tests keep both cores busy (client and server CPU-bound). Under pytest-xdist
 # (`make test` runs two workers, `--dist loadgroup`) they share one worker and go first, so they
 # overlap the crash tests (which mostly wait for leases and ticks) instead of each other, and
-# the longest item (the fuzz test, ~1 min) does not start last.
+# the longest items do not start last.
 CPU_BOUND = ("tests/e2e/test_fuzz.py", "tests/e2e/test_large_inputs.py")
+
+# The tests `make test` runs on the newest supported agent-framework only (marked `once`; the
+# oldest release's pass leaves them out). Each runs no agent-framework code that a release can
+# change, or covers both releases by itself; `tests/test_release_selection.py` holds them to it.
+ONCE = {
+    "tests/store/": "the store: SQL on SQLite and PostgreSQL, no agent-framework call",
+    "tests/protocol/": "the wire protocol: a pure package (tests/protocol/test_purity.py)",
+    "tests/postgres/": "PgBouncer, TLS, credentials: the store's connections",
+    "tests/chaos/": "database and replica faults on the countdown workflow, whose restore runs "
+    "on both releases in tests/crash",
+    "tests/surface/test_webhooks.py": "webhook delivery: the store's outbox and HTTP",
+    "tests/surface/test_action_webhooks.py": "webhook delivery: the store's outbox and HTTP",
+    "tests/surface/test_websocket.py": "the WebSocket transport of the Responses stream",
+    "tests/ops/test_retention.py": "retention: deletes rows",
+    "tests/ops/test_metrics.py": "the Prometheus endpoint",
+    "tests/web/": "the SSE response class",
+    "tests/container/": "the image installs requirements.txt's releases whichever venv runs the "
+    "test, and both passes would build the same image tag",
+    "tests/agents/test_releases.py": "runs a server of each release itself, both ways",
+    "tests/test_install.py": "packaging: installs the wheel without its dependencies",
+    "tests/test_deploy_files.py": "the deploy files",
+    "tests/test_sizes.py": "source sizes",
+    "tests/test_construction.py": "a scan of the source",
+}
+
+
+def release_once(path: str) -> bool:
+    """Whether the test module at `path` (from the repository root) runs on one release only."""
+    return any(path == prefix or (prefix.endswith("/") and path.startswith(prefix)) for prefix in ONCE)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     first = []
     for item in items:
         path = item.nodeid.split("::", 1)[0]
+        if release_once(path):
+            item.add_marker(pytest.mark.once)
         if path in CPU_BOUND:
             item.add_marker(pytest.mark.xdist_group("cpu-bound"))
             first.append(item)
