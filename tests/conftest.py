@@ -86,6 +86,9 @@ def release_once(path: str) -> bool:
     return any(path == prefix or (prefix.endswith("/") and path.startswith(prefix)) for prefix in ONCE)
 
 
+# Before pytest-xdist's own hook, which names each item's group (`--dist loadgroup`) from the
+# `xdist_group` markers it finds: one added after it groups nothing.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     first = []
     for item in items:

@@ -31,6 +31,9 @@ CUSTOM_IMAGE = "localhost/durable-responses-custom-app:test"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
+# Before pytest-xdist's own hook, which names each item's group (`--dist loadgroup`) from the
+# `xdist_group` markers it finds: one added after it groups nothing.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # One worker builds the images (session fixtures) and runs every container test.
     for item in items:
