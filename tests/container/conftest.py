@@ -31,14 +31,7 @@ CUSTOM_IMAGE = "localhost/durable-responses-custom-app:test"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
-# Before pytest-xdist's own hook, which names each item's group (`--dist loadgroup`) from the
-# `xdist_group` markers it finds: one added after it groups nothing.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # One worker builds the images (session fixtures) and runs every container test.
-    for item in items:
-        if item.get_closest_marker("container") is not None:
-            item.add_marker(pytest.mark.xdist_group("container"))
     if shutil.which("podman") is not None:
         return
     if os.environ.get("DURABLE_RESPONSES_REQUIRE_CONTAINER") == "1":

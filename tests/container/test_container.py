@@ -34,7 +34,8 @@ from .conftest import Podman, log
 
 openai = need_module("openai", "pip install openai, in the test extra")
 
-pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
+# One worker (`--dist loadgroup`) builds the images (session fixtures) and runs every container test.
+pytestmark = [pytest.mark.container, pytest.mark.xdist_group("container"), pytest.mark.timeout(900)]
 
 HOST_NETWORK = os.environ.get("DURABLE_CONTAINER_NETWORK") == "host"
 READY_TIMEOUT = 90.0
