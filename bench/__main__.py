@@ -11,7 +11,7 @@
 Usage: python -m bench [--quick] [--only burst,countdown,...,floor,existing-resilient,sqlite-live,...]
        python -m bench quick        (the first, ours-only benchmark: bench/quick.py)
        python -m bench ops          (tracing off/on, bytes per response, retention: bench/ops.py)
-       python -m bench profile      (py-spy of ours in the live-capacity scenario: bench/profile.py)
+       python -m bench profile      (py-spy of ours in a live scenario: bench/profile.py)
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
-"""`python -m bench profile`: where ours spends its CPU per token in the live-capacity scenario.
+"""`python -m bench profile`: where ours spends its CPU in one of the table's live scenarios.
 
-Serves `bench.apps:tokens` with `python -m durable_responses serve` (live delivery, background streams, SQLite
-or PostgreSQL), drives `--streams` streams of 100 tokens 20 ms apart for `--rounds` rounds, and
-samples the server with py-spy (`pip install py-spy`; `py-spy record --pid ... --format raw`:
-collapsed stacks, idle frames left out). Each sample is charged to the innermost frame of this
-repository's `server/` package on its stack (the library work that module asked for included:
-a `json.dumps` under `protocol/sse.py` is the SSE encoding's), or, with no `server/` frame on the
-stack, to the innermost frame's package (agent-framework's own work, the event loop, uvicorn's
-HTTP parsing). Frames that only hand control over (the entry, a run's task, `Driver.drive`'s
-pull of the framework's stream, the restorable agent's pass-through) are skipped, so the
-framework's own work under them counts as the framework's. Prints the table of shares and the
-top functions by own time.
+Serves the scenario's app with `python -m durable_responses serve` (live delivery, background
+streams, SQLite or PostgreSQL), drives its load for `--rounds` rounds and samples the server with
+py-spy (`pip install py-spy`; `py-spy record --pid ... --format raw`: collapsed stacks, idle frames
+left out). `--load tokens` (live capacity, the default): `--streams` streams of 100 tokens 20 ms
+apart; `concurrent`: `--streams` short responses (`burst` of 3 outputs) at once; `burst`:
+`--streams` responses of 1000 outputs in one superstep, one after another. Each sample is charged
+to the innermost frame of this repository's `server/` package on its stack (the library work that
+module asked for included: a `json.dumps` under `protocol/sse.py` is the SSE encoding's), or, with
+no `server/` frame on the stack, to the innermost frame's package (agent-framework's own work, the
+event loop, uvicorn's HTTP parsing). Frames that only hand control over (the entry, a run's task,
+`Driver.drive`'s pull of the framework's stream, the restorable agent's pass-through) are skipped,
+so the framework's own work under them counts as the framework's. Prints the table of shares and
+the top functions by own time.
 """
 
 from __future__ import annotations
@@ -98,19 +100,37 @@ def summarize(raw: Path) -> tuple[int, list[tuple[str, int]], list[tuple[str, in
     return total, buckets.most_common(), leaves.most_common(25)
 
 
-async def _drive(base: str, streams: int, rounds: int) -> int:
-    tokens = 0
+# Each load: (app, what one response is asked, what warms a connection).
+LOADS = {
+    "tokens": ("bench.apps:tokens", "100 interval=20", "3 interval=1"),
+    "concurrent": ("bench.apps:burst", "3", "3"),
+    "burst": ("bench.apps:burst", "1000", "10"),
+}
+
+
+async def _drive(base: str, load: str, streams: int, rounds: int) -> int:
+    """Drive `rounds` rounds of `load`; the output deltas received."""
+    _, text, warm_text = LOADS[load]
+    deltas = 0
     for _ in range(rounds):
         d = HttpDriver(base, {"background": True})
-        many = await d.many(streams, "100 interval=20", warm_text="3 interval=1")
-        tokens += sum(r.deltas for r in many.runs)
-    return tokens
+        if load == "burst":
+            try:
+                for _ in range(streams):
+                    deltas += (await d.stream(text)).deltas
+            finally:
+                await d.aclose()
+            continue
+        many = await d.many(streams, text, warm_text=warm_text)
+        deltas += sum(r.deltas for r in many.runs)
+    return deltas
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench profile", description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
-    ap.add_argument("--streams", type=int, default=50)
+    ap.add_argument("--load", choices=sorted(LOADS), default="tokens")
+    ap.add_argument("--streams", type=int, default=50, help="streams at once (burst: one after another)")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--out", type=Path, help="keep the raw collapsed stacks here")
@@ -124,10 +144,10 @@ def main(argv: list[str] | None = None) -> None:
         work = Path(tmp)
         url = f"sqlite:///{work / 'p.db'}" if args.dialect == "sqlite" else postgres.new_database()
         try:
-            srv = ours_server(url, "bench.apps:tokens", "live", work, ours_env(LEASE_SECONDS))
+            srv = ours_server(url, LOADS[args.load][0], "live", work, ours_env(LEASE_SECONDS))
             with serving(srv):
                 assert srv.proc is not None
-                asyncio.run(_drive(srv.base_url, args.streams, 1))  # warm
+                asyncio.run(_drive(srv.base_url, args.load, args.streams, 1))  # warm
                 raw = args.out or work / "stacks.txt"
                 rec = subprocess.Popen(
                     [
@@ -139,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 time.sleep(1.0)  # py-spy attached
                 t0 = time.perf_counter()
-                tokens = asyncio.run(_drive(srv.base_url, args.streams, args.rounds))
+                deltas = asyncio.run(_drive(srv.base_url, args.load, args.streams, args.rounds))
                 wall = time.perf_counter() - t0
                 rec.send_signal(2)  # SIGINT: py-spy writes what it sampled
                 _, err = rec.communicate(timeout=60)
@@ -149,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             if args.dialect == "postgresql":
                 postgres.drop_database(url)
         total, buckets, leaves = summarize(raw)
-    log(f"{tokens} tokens in {wall:.1f} s, {total} samples at {args.rate}/s")
+    log(f"{deltas} output deltas in {wall:.1f} s, {total} samples at {args.rate}/s")
     _print(total, buckets, leaves)
 
 

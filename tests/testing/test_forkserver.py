@@ -21,17 +21,19 @@ def test_a_forked_server_is_polled_from_one_thread_while_another_kills_and_waits
     proc: Any = srv.proc
     assert isinstance(proc, forkserver.Forked), "the suite's servers are forks"
     stop = threading.Event()
-    polled: list[int | None] = []
+    # What each poller saw, in order: a thread may see the server alive late (its poll ran
+    # before the kill and it appended after), never alive again after it saw the exit.
+    polled: list[list[int | None]] = [[] for _ in range(3)]
     errors: list[BaseException] = []
 
-    def poll() -> None:
+    def poll(seen: list[int | None]) -> None:
         try:
             while not stop.is_set():
-                polled.append(proc.poll())
+                seen.append(proc.poll())
         except BaseException as exc:  # what the other thread would see
             errors.append(exc)
 
-    pollers = [threading.Thread(target=poll) for _ in range(3)]
+    pollers = [threading.Thread(target=poll, args=(seen,)) for seen in polled]
     for t in pollers:
         t.start()
     try:
@@ -42,4 +44,8 @@ def test_a_forked_server_is_polled_from_one_thread_while_another_kills_and_waits
         for t in pollers:
             t.join(10)
     assert errors == []
-    assert polled and polled[-1] == -signal.SIGKILL
+    assert proc.poll() == -signal.SIGKILL
+    for seen in polled:
+        exited = [code for code in seen if code is not None]
+        assert set(exited) <= {-signal.SIGKILL}, seen
+        assert seen[len(seen) - len(exited) :] == exited, "alive again after its exit was seen"
