@@ -64,9 +64,9 @@ class ItemsTaken(CreationRefused):
 
 
 class ConversationDeleted(CreationRefused):
-    """A creation that uses a conversation id first (`records.Claims.first_use`) found the
-    conversation deleted meanwhile (read absent, then created and deleted by others before the
-    creation's write). The creation committed nothing."""
+    """A stored turn's creation found its conversation deleted since the turn read it (live, or
+    absent: then created by another turn's first use), by a client or by retention, before the
+    creation's write (`records.Claims`). The creation committed nothing."""
 
     def __init__(self, response_id: str, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id} of {response_id} was deleted")

@@ -169,18 +169,17 @@ class Answers:
 
 @dataclass(slots=True, frozen=True)
 class Claims:
-    """The items added by hand to `conversation_id` (of `user_id`), by `seq`, that a creation
-    takes as the start of its input: marked taken by the created response in the creation's own
-    transaction, all of them or, when another turn took one meanwhile, nothing at all (the
-    creation fails with `ItemsTaken`)."""
+    """What a stored turn takes of its conversation `conversation_id` (of `user_id`), in the
+    creation's own transaction: the conversation itself, live (created there when the turn read
+    it absent, a platform's own id used first; when it was deleted since the turn read it, by a
+    client or by retention, the creation fails with `ConversationDeleted`), and the items added
+    by hand, by `seq`, that the turn starts its input with: marked taken by the created
+    response, all of them or, when another turn took one meanwhile, nothing at all (the creation
+    fails with `ItemsTaken`)."""
 
     user_id: str
     conversation_id: str
-    seqs: tuple[int, ...]
-    # The conversation does not exist yet (a platform's own id, used first): the creation inserts
-    # it (unless another first use just did), so a creation that fails leaves none behind; if it
-    # was deleted meanwhile, the creation fails with `ConversationDeleted`.
-    first_use: bool = False
+    seqs: tuple[int, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

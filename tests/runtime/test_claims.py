@@ -18,7 +18,7 @@ from durable_responses.runtime.apps.apps import HostedApp
 from durable_responses.runtime.host import Host
 from durable_responses.runtime.settings import RuntimeSettings
 from durable_responses.runtime.turns.creation import Created
-from durable_responses.store import TERMINAL_STATUSES, Store
+from durable_responses.store import TERMINAL_STATUSES, Claims, Store
 
 APP = "durable_responses.examples.echo_agent:echo_agent"
 ADDED = {"id": "msg_added", "type": "message", "role": "user", "content": "added by hand"}
@@ -81,12 +81,10 @@ async def test_a_turn_whose_items_were_taken_meanwhile_follows_the_turn_that_too
         assert row is not None and row.status in TERMINAL_STATUSES
     finally:
         await _finish(runs)
+    # Nothing is left to take: a next turn claims only the conversation.
     assert await host.conversations.take(
         "alice", parse_create_request({"input": "x", "conversation": conv})
-    ) == (
-        [],
-        None,
-    )
+    ) == ([], Claims("alice", conv))
 
 
 async def test_a_rejecting_turn_whose_items_were_taken_meanwhile_never_holds_them(host: Host) -> None:
@@ -141,3 +139,27 @@ async def test_a_first_use_whose_conversation_was_deleted_meanwhile_is_a_404(hos
         assert row is not None and row.deleted_at is not None
     finally:
         await _finish(runs)
+
+
+async def test_a_turn_whose_conversation_was_deleted_after_its_read_is_a_404(host: Host) -> None:
+    """A turn of a live conversation (a turn before it, nothing added by hand) whose conversation
+    a client deletes between this turn's read and its write: the write refuses it (404), nothing
+    created, the conversation stays deleted."""
+    conv = (await host.conversations.create("alice", {}, []))["id"]
+    runs = [await host.create("alice", parse_create_request({"input": "first", "conversation": conv}), None)]
+    await _finish(runs)
+    take = host.conversations.take
+
+    async def deleting(user_id: str, req: Any) -> Any:
+        taken = await take(user_id, req)
+        await host.conversations.delete(user_id, conv)
+        return taken
+
+    host.conversations.take = deleting  # type: ignore[method-assign]
+    rid = new_response_id()
+    with pytest.raises(ProtocolError) as refused:
+        await host.create("alice", parse_create_request({"input": "second", "conversation": conv}), rid)
+    assert refused.value.status == 404 and refused.value.param == "conversation_id", refused.value
+    assert await host.store.get_response(rid, None) is None
+    row = await host.store.conversations.get("alice", conv, deleted=True)
+    assert row is not None and row.deleted_at is not None

@@ -911,7 +911,9 @@ async def test_claim_expired_respects_limit_oldest_first(store: Store) -> None:
 
 
 async def test_concurrent_claimers_never_share_a_response(store_factory: StoreFactory) -> None:
-    stores = [await store_factory(), await store_factory(), await store_factory()]
+    # Leases that outlive the test: a round's claims must not expire (and be claimed again) in a
+    # later round on a slow machine (seen: 5 s leases, four rounds at load ~9 on two cores).
+    stores = [await store_factory(lease_seconds=600) for _ in range(3)]
     seed = stores[0]
     n, rounds = 30, 4
     for rnd in range(rounds):
@@ -1204,7 +1206,7 @@ async def test_items_added_by_hand_are_claimed_in_the_creation_all_or_none(store
 
 
 async def test_a_conversation_used_first_is_created_with_the_creation(store: Store) -> None:
-    first = Claims("alice", "conv_new", (), first_use=True)
+    first = Claims("alice", "conv_new")
     # A creation that fails (its id is taken) leaves no conversation behind.
     await store.insert_response(response("resp_1"), [], [])
     with pytest.raises(DuplicateResponse):
@@ -1226,7 +1228,7 @@ async def test_a_conversation_deleted_before_its_first_use_commits_refuses_the_c
     # The creation read conv_new absent (a first use); before its write, another replica's first
     # use created it and a client deleted it.
     assert await a.conversations.get("alice", "conv_new", deleted=True) is None
-    first = Claims("alice", "conv_new", (), first_use=True)
+    first = Claims("alice", "conv_new")
     await b.insert_response(response("resp_b"), [], [], claims=first)
     assert await b.conversations.delete("alice", "conv_new")
     with pytest.raises(ConversationDeleted) as refused:
@@ -1238,14 +1240,33 @@ async def test_a_conversation_deleted_before_its_first_use_commits_refuses_the_c
     # Refused in a group commit too, alone: its neighbour (another user's first use) commits.
     results = await asyncio.gather(
         a.insert_response(response("resp_2"), [], [], claims=first),
-        a.insert_response(
-            response("resp_3", "bob"), [], [], claims=Claims("bob", "conv_new", (), first_use=True)
-        ),
+        a.insert_response(response("resp_3", "bob"), [], [], claims=Claims("bob", "conv_new")),
         return_exceptions=True,
     )
     assert isinstance(results[0], ConversationDeleted) and results[1] is None
     assert await a.get_response("resp_2", None) is None
     assert await a.conversations.get("bob", "conv_new") is not None
+
+
+async def test_a_conversation_deleted_after_a_turn_read_it_refuses_the_turn(store: Store) -> None:
+    # The turn read conv_1 live (with one item added by hand, and without); a client deleted it
+    # before the turn's write: nothing of the turn commits, with items to claim or none.
+    for added in ([], [AddedItem("msg_a", "{}")]):
+        conv, rid = f"conv_{len(added)}", f"resp_{len(added)}"
+        await store.conversations.create("alice", conv, "{}", added)
+        seqs = tuple(a.seq or 0 for a in await store.conversations.unclaimed("alice", conv))
+        assert await store.conversations.delete("alice", conv)
+        with pytest.raises(ConversationDeleted) as refused:
+            await store.insert_response(response(rid), [], [], claims=Claims("alice", conv, seqs))
+        assert (refused.value.response_id, refused.value.conversation_id) == (rid, conv)
+        assert await store.get_response(rid, None) is None
+        row = await store.conversations.get("alice", conv, deleted=True)
+        assert row is not None and row.deleted_at is not None
+    # A turn of a live conversation commits, and leaves it as it was.
+    await store.conversations.create("alice", "conv_live", '{"k": "v"}', [])
+    await store.insert_response(response("resp_live"), [], [], claims=Claims("alice", "conv_live"))
+    row = await store.conversations.get("alice", "conv_live")
+    assert row is not None and row.metadata == '{"k": "v"}' and row.deleted_at is None
 
 
 async def test_a_stale_claim_without_its_response_is_free(store: Store) -> None:

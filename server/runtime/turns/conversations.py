@@ -129,19 +129,15 @@ class ConversationService:
 
     async def take(self, user_id: str, req: CreateRequest) -> tuple[list[dict[str, Any]], Claims | None]:
         """The items added by hand that a new turn of `req.conversation_id` starts its input
-        with, and (a stored turn) the claims its creation's own write takes them with (and, on a
-        conversation id's first use, creates the conversation with)."""
+        with, and (a stored turn) the claims its creation's own write takes them with, with the
+        conversation: created on an id's first use, refused if deleted since this read."""
         conv = req.conversation_id
         if conv is None:
             return [], None
         row = await self._conversations.get(user_id, conv, deleted=True)
         if row is not None and row.deleted_at is not None:
             raise conversation_not_found(conv)
-        if row is None:
-            # First use: the creation's own write creates it (a store=false turn creates none).
-            return [], Claims(user_id, conv, (), first_use=True) if req.store else None
-        added = await self._conversations.unclaimed(user_id, conv)
-        if not added:
-            return [], None
+        # First use: the creation's own write creates it (a store=false turn creates none).
+        added = await self._conversations.unclaimed(user_id, conv) if row is not None else []
         seqs = tuple(a.seq for a in added if a.seq is not None)
         return [json.loads(a.data) for a in added], Claims(user_id, conv, seqs) if req.store else None

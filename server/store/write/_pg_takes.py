@@ -1,6 +1,6 @@
 """PostgreSQL's statements for what a creation takes besides its rows (`_batch.Batch.answered`,
 `claimed`): the pending requests it answers, the items added by hand it claims, the
-conversations it uses first.
+conversations it uses (created on first use, live).
 
 Each is one statement over unnested arrays that returns what it marked, run first in the
 creation's transaction (`_pg_render.parts`); the writer compares the rows returned with what the
@@ -23,7 +23,7 @@ from ._sql import Params, PgStatement, pg_type
 
 _ANSWERS = ("id", "usr", "call", "by")
 _CLAIMS = ("seq", "usr", "conv", "by")
-_FIRST = ("usr", "conv")
+_USED = ("usr", "conv")
 
 
 @functools.lru_cache(maxsize=2)
@@ -42,19 +42,20 @@ def statement(answers: bool) -> PgStatement:
             p,
         )
     ci, cv = t.conversation_items.c, t.conversations.c
-    first = p.unnest("first", _FIRST, [pg_type(cv.user_id), pg_type(cv.id)], "f")
+    used = p.unnest("used", _USED, [pg_type(cv.user_id), pg_type(cv.id)], "f")
     types = [pg_type(ci.seq), pg_type(ci.user_id), pg_type(ci.conversation_id), pg_type(ci.response_id)]
     source = p.unnest("claims", _CLAIMS, types, "u")
     now, stale = p.take("claims.now", pg_type(ci.claimed_at)), p.take("claims.stale", pg_type(ci.claimed_at))
-    # The conversations used first (no item to claim), returned unless deleted: one created by
-    # another first use meanwhile is locked (its no-op update) and read as it now is, after a
-    # delete that holds it commits. Then the items: a claim whose response does not exist and
-    # that is old was never committed (made before claims committed with their creation), so the
-    # item is free. Rows: (creation, seq) per item claimed, (NULL, NULL, user, id) per live
-    # conversation used first.
+    # The conversations used, created where absent (a first use) and returned unless deleted:
+    # one that exists (read live by the turn, or created by another first use meanwhile) is
+    # locked (its no-op update) and read as it now is, after a delete that holds it commits;
+    # a delete after it waits for this transaction. Then the items: a claim whose response does
+    # not exist and that is old was never committed (made before claims committed with their
+    # creation), so the item is free. Rows: (creation, seq) per item claimed, (NULL, NULL, user,
+    # id) per live conversation used.
     return PgStatement.of(
         "WITH n AS (\n    INSERT INTO conversations AS v (user_id, id, created_at)\n"
-        f"    SELECT DISTINCT f.usr, f.conv, {now} FROM {first}\n"
+        f"    SELECT DISTINCT f.usr, f.conv, {now} FROM {used}\n"
         "    ON CONFLICT (user_id, id) DO UPDATE SET deleted_at = v.deleted_at WHERE v.deleted_at IS NULL\n"
         "    RETURNING v.user_id, v.id\n), m AS (\n"
         f"UPDATE conversation_items AS c SET response_id = u.by, claimed_at = {now}\n    FROM {source}\n"
@@ -75,8 +76,8 @@ def arguments(answers: bool, batch: Batch) -> list[Any]:
         rows = [(a.response_id, a.user_id, c, by) for by, a in batch.answered() for c in a.call_ids]
         values.update(zip((f"answers.{n}" for n in _ANSWERS), _sql.columns(rows, len(_ANSWERS)), strict=True))
     else:
-        first = [(c.user_id, c.conversation_id) for _, c in batch.claimed() if c.first_use]
-        values.update(zip((f"first.{n}" for n in _FIRST), _sql.columns(first, len(_FIRST)), strict=True))
+        used = [(c.user_id, c.conversation_id) for _, c in batch.claimed()]
+        values.update(zip((f"used.{n}" for n in _USED), _sql.columns(used, len(_USED)), strict=True))
         claimed = [(s, c.user_id, c.conversation_id, by) for by, c in batch.claimed() for s in c.seqs]
         values.update(zip((f"claims.{n}" for n in _CLAIMS), _sql.columns(claimed, len(_CLAIMS)), strict=True))
         values["claims.now"], values["claims.stale"] = batch.now, batch.now - STALE_CLAIM_SECONDS
@@ -87,7 +88,7 @@ def taken(
     answers: bool, batch: Batch, rows: Sequence[Any]
 ) -> AnswersTaken | ItemsTaken | ConversationDeleted | None:
     """What `statement(answers)` did not mark (`rows`: (creation, call id or seq) it did, and
-    the live conversations used first), as the failure of the first creation it refused (None:
+    the live conversations used), as the failure of the first creation it refused (None:
     every one marked)."""
     marked = {(r[0], r[1]) for r in rows if r[0] is not None}
     if answers:
@@ -98,7 +99,7 @@ def taken(
         return None
     live = {(r[2], r[3]) for r in rows if r[0] is None}
     for by, claims in batch.claimed():
-        if claims.first_use and (claims.user_id, claims.conversation_id) not in live:
+        if (claims.user_id, claims.conversation_id) not in live:
             return ConversationDeleted(by, claims.conversation_id)
         if any((by, seq) not in marked for seq in claims.seqs):
             return ItemsTaken(by)

@@ -2,11 +2,11 @@
 driver's cursor (`run`). The statements' text comes from the table metadata (`_sql`'s row specs,
 `FINISH_COLUMNS`); single-row parameters are bound by name.
 
-Order: creations (and the pending requests they answer, the items added by hand they claim,
-the conversations they use first: all or, `AnswersTaken` / `ItemsTaken` / `ConversationDeleted`,
-nothing of the transaction), then the fences (a fresh lease only read, in a few statements,
-`leases_of`; a lease to renew or a row to change updated, the terminal transition in the same
-UPDATE), then every kept write's rows, one multi-row INSERT per table and chunk
+Order: creations (and the pending requests they answer, the items added by hand they claim, the
+conversations they use, created on first use and live: all or, `AnswersTaken` / `ItemsTaken` /
+`ConversationDeleted`, nothing of the transaction), then the fences (a fresh lease only read, in a
+few statements, `leases_of`; a lease to renew or a row to change updated, the terminal transition
+in the same UPDATE), then every kept write's rows, one multi-row INSERT per table and chunk
 (`insert_rows`), then the deletions (which see those rows) and webhook events.
 
 Rows go as multi-row INSERTs with fixed SQL: `executemany` steps the statement once per row and
@@ -55,7 +55,7 @@ _CLAIM = (
     "OR (claimed_at < :stale AND NOT EXISTS (SELECT 1 FROM responses WHERE responses.id = "
     "conversation_items.response_id)))"
 )
-_FIRST_USE = (
+_USE = (
     "INSERT INTO conversations (user_id, id, created_at) VALUES (:user, :conv, :now) ON CONFLICT DO NOTHING"
 )
 _DELETED = "SELECT 1 FROM conversations WHERE user_id = :user AND id = :conv AND deleted_at IS NOT NULL"
@@ -151,8 +151,9 @@ def run(cur: sqlite3.Cursor, batch: Batch) -> set[tuple[str, str]]:
 
 def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
     """Mark the pending requests each creation answers and the items added by hand it claims,
-    and create the conversations used first; `AnswersTaken` / `ItemsTaken` /
-    `ConversationDeleted` (the caller rolls the transaction back) if one was taken or deleted."""
+    and use their conversations (created on first use); `AnswersTaken` / `ItemsTaken` /
+    `ConversationDeleted` (the caller rolls the transaction back) if one was taken, or a
+    conversation used was deleted."""
     for by, answers in batch.answered():
         refused = []
         for call in answers.call_ids:
@@ -163,13 +164,13 @@ def _answer(cur: sqlite3.Cursor, batch: Batch) -> None:
             raise AnswersTaken(by, refused)
     stale = batch.now - STALE_CLAIM_SECONDS
     for by, claims in batch.claimed():
-        if claims.first_use:
-            conv = {"user": claims.user_id, "conv": claims.conversation_id}
-            cur.execute(_FIRST_USE, {**conv, "now": batch.now})
-            # Created and deleted by others since the creation read it absent (the write lock,
-            # held from BEGIN IMMEDIATE, keeps it so until this transaction ends).
-            if cur.execute(_DELETED, conv).fetchone() is not None:
-                raise ConversationDeleted(by, claims.conversation_id)
+        conv = {"user": claims.user_id, "conv": claims.conversation_id}
+        cur.execute(_USE, {**conv, "now": batch.now})
+        # Deleted since the creation read it live (or absent: then created by another first
+        # use); the write lock, held from BEGIN IMMEDIATE, keeps it as read until this
+        # transaction ends.
+        if cur.execute(_DELETED, conv).fetchone() is not None:
+            raise ConversationDeleted(by, claims.conversation_id)
         for seq in claims.seqs:
             params = {"by": by, "now": batch.now, "stale": stale, "seq": seq}
             cur.execute(_CLAIM, {**params, "user": claims.user_id, "conv": claims.conversation_id})
