@@ -451,9 +451,12 @@ def test_recover_100_inflight_responses(server_factory: Any, database_url: str) 
     first = server_factory(database_url, app=COUNTDOWN).start()
     client = first.client()
 
+    # Four ticks 6 s apart: each response runs for 24 s, all of them when the kill comes (creating
+    # the 100 took up to 14.5 s at load ~9 on two cores).
+    delay = 6.0
+
     def create(_: int) -> str:
-        # Four ticks 1.5 s apart: each response runs for 6 s, all of them when the kill comes.
-        return client.responses.create(model="c", input="3 delay=1.5", background=True).id
+        return client.responses.create(model="c", input=f"3 delay={delay:g}", background=True).id
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=16) as pool:
@@ -500,12 +503,13 @@ def test_recover_100_inflight_responses(server_factory: Any, database_url: str) 
     # Generous bounds (a shared 2-core machine), but each one fails if recovery waits for
     # something it should not: a start-up that blocks on the backlog, a takeover that waits
     # for more than the dead process's lease and a sweep, a recovery that runs the responses
-    # one after another (100 x 6 s) instead of together.
+    # one after another (100 x 24 s) instead of together. (A resumed response's next output
+    # comes a tick's delay after it resumes.)
     assert ready < 20, f"server ready {ready:.1f} s after the restart"
-    assert first_resumed < max(ready, lease) + sweep + 1.5 + 10, (
+    assert first_resumed < max(ready, lease) + sweep + delay + 10, (
         f"first resumed output at {first_resumed:.1f} s"
     )
-    assert total < 45, f"all 100 done {total:.1f} s after the restart"
+    assert total < 4 * delay + 60, f"all 100 done {total:.1f} s after the restart"
 
 
 # endregion
