@@ -119,7 +119,7 @@ def test_sqlite_refuses_more_than_one_worker(tmp_path: Path, how: str) -> None:
         argv += ["--workers", "2"]
     else:
         env["DURABLE_RESPONSES_WORKERS"] = "2"
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 2
     assert "needs PostgreSQL" in done.stderr and "one process" in done.stderr, done.stderr
     assert not (tmp_path / "db.sqlite").exists()

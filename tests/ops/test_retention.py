@@ -246,7 +246,7 @@ def test_purge_command_dry_run_changes_nothing(tmp_path: Path) -> None:
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=180,  # a cold interpreter's imports: ~30 s at load ~9 on two cores
         )
         assert out.returncode == 0, out.stderr
         return out.stdout
