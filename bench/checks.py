@@ -9,6 +9,11 @@
   1000-output superstep within 4x; live streams (CPU per token, the largest N at the latency
   bound, `--workers 2`); a long response's flat cost per event. The plain-HTTP reference's CPU per
   token is printed beside them (INFO: not a target).
+- Issue 40 (one write path, compact rows; ours with live delivery): ms per output inside the
+  1000-output superstep within 2.5x the floor's; CPU per live token at most 1.3x the plain-HTTP
+  reference's; the concurrent short responses at least 0.5x the floor's responses/s; database
+  bytes per 1000-output response at most 1.5 MB (the footprint, SQLite live). Its other targets
+  are issue 17's lines: the countdown within 2x the floor, a full replay flat within 20%.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from bench.config import Sizes
 from bench.hosts.base import Host
-from bench.rows import capacity_n, flatness, num, ratio, rows
+from bench.rows import capacity_n, dig, flatness, num, ratio, rows
 
 TIMES, DASH = "\u00d7", "\u2013"
 FLOOR = "floor-agent"
@@ -224,4 +229,46 @@ def _long(t: Host, results: dict[str, dict[str, Any]]) -> list[str]:
             f"{_mark(None if f is None else f <= 1.2)} {t.label}: {what}: cost per event flat within 20% "
             f"over the lengths (slowest/fastest {fmt(f, '{:.2f}')})"
         )
+    return out
+
+
+def issue40(hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes) -> list[str]:
+    """Issue 40's targets for each live configuration of ours that ran the whole table (module
+    docstring); a figure the run lacks is marked as not measured."""
+    by = {r.label: r for r in rows(sizes)}
+    per_output = by[f"{sizes.burst_outputs} outputs: ms per output inside the superstep"]
+    concurrent = by[f"{sizes.concurrent} concurrent streams: responses/s"]
+    floor = results.get(FLOOR) or {}
+    out = []
+    for t in hosts:
+        if t.kind != "ours" or t.delivery != "live" or t.only is not None:
+            continue
+        mine = results.get(t.key) or {}
+        m = floor_multiple(per_output, per_output.get(mine), per_output.get(floor)) if floor else None
+        out.append(
+            f"{_mark(None if m is None else m <= 2.5)} {t.label}: ms per output inside the "
+            f"{sizes.burst_outputs}-output superstep within 2.5{TIMES} the framework floor's ({fmt_ratio(m)})"
+        )
+        key = _cpu_key(results, t.key, PLAIN_HTTP)
+        cpu, ref = _cpu(results, t.key, key), _cpu(results, PLAIN_HTTP, key)
+        x = cpu / ref if cpu and ref else None
+        out.append(
+            f"{_mark(None if x is None else x <= 1.3)} {t.label}: CPU per live token at most 1.3{TIMES} "
+            f"the plain-HTTP reference's ({fmt_ratio(x)}: {fmt(cpu, '{:.0f}')} vs {fmt(ref, '{:.0f}')} ms "
+            "per 1,000)"
+        )
+        rate, frate = num(concurrent.get(mine)), num(concurrent.get(floor))
+        y = rate / frate if rate is not None and frate else None
+        out.append(
+            f"{_mark(None if y is None else y >= 0.5)} {t.label}: {sizes.concurrent} concurrent short "
+            f"responses at least 0.5{TIMES} the floor's responses/s ({fmt_ratio(y)}: {fmt(rate, '{:.0f}')} "
+            f"vs {fmt(frate, '{:.0f}')})"
+        )
+        size = num(dig("footprint", "burst", "bytes_per_response")(mine))
+        if size is not None:
+            mb = size / 1e6
+            out.append(
+                f"{_mark(mb <= 1.5)} {t.label}: database bytes per {sizes.burst_outputs}-output response "
+                f"at most 1.5 MB ({mb:.2f} MB)"
+            )
     return out

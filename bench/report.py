@@ -181,6 +181,14 @@ def render(
     floor_checks = checks.issue17(hosts, results, sizes)
     if floor_checks:
         out += ["", "Targets (issue 17, against the framework floor):", "", *[f"- {x}" for x in floor_checks]]
+    write_path = checks.issue40(hosts, results, sizes)
+    if write_path:
+        out += [
+            "",
+            "Targets (issue 40, one write path and compact rows):",
+            "",
+            *[f"- {x}" for x in write_path],
+        ]
     mode = "foreground" if ours_foreground else "background=true"
     out += [
         "",

@@ -30,7 +30,7 @@ class Row:
     since: int = 5
 
 
-def _dig(*path: Any) -> Callable[[dict[str, Any]], Any]:
+def dig(*path: Any) -> Callable[[dict[str, Any]], Any]:
     def get(r: dict[str, Any]) -> Any:
         cur: Any = r
         for p in path:
@@ -87,65 +87,65 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"{n} outputs in 1 superstep: first event, ms",
             "low",
-            _dig("burst", "first_event_ms"),
+            dig("burst", "first_event_ms"),
             floor=False,
         ),
-        Row(f"{n} outputs: first output, ms", "low", _dig("burst", "first_output_ms")),
+        Row(f"{n} outputs: first output, ms", "low", dig("burst", "first_output_ms")),
         Row(
             f"{n} outputs: ms per output inside the superstep",
             "low",
-            _dig("burst", "per_output_ms"),
+            dig("burst", "per_output_ms"),
             "{:.3f}",
             since=17,
         ),
-        Row(f"{n} outputs: total, ms", "low", _dig("burst", "total_ms"), "{:.0f}"),
-        Row(f"{n} outputs: events/s", "high", _dig("burst", "events_per_s"), "{:,.0f}", floor=False),
+        Row(f"{n} outputs: total, ms", "low", dig("burst", "total_ms"), "{:.0f}"),
+        Row(f"{n} outputs: events/s", "high", dig("burst", "events_per_s"), "{:,.0f}", floor=False),
         Row(
             f"{n} outputs: SSE events per output",
             "",
-            _dig("burst", "events_per_output"),
+            dig("burst", "events_per_output"),
             "{:.2f}",
             floor=False,
         ),
         Row(
             f"{n} outputs: host CPU per 1,000 outputs, ms",
             "low",
-            _dig("burst", "server_cpu_per_1000_ms"),
+            dig("burst", "server_cpu_per_1000_ms"),
             "{:.0f}",
             since=17,
         ),
         Row(
             f"countdown of {sizes.countdown} supersteps: ms per superstep",
             "low",
-            _dig("countdown", "ms"),
+            dig("countdown", "ms"),
             "{:.2f}",
         ),
         Row(
             f"countdown of {sizes.countdown}, interleaved with the floor: ms per superstep",
             "low",
-            _dig("countdown_interleaved", "ms"),
+            dig("countdown_interleaved", "ms"),
             "{:.2f}",
             since=17,
         ),
-        Row(f"{c} concurrent streams: responses/s", "high", _dig("concurrent", "responses_per_s")),
-        Row(f"{c} concurrent streams: p50 latency, ms", "low", _dig("concurrent", "p50_ms"), "{:.0f}"),
-        Row(f"{c} concurrent streams: p99 latency, ms", "low", _dig("concurrent", "p99_ms"), "{:.0f}"),
-        Row(f"{c} concurrent streams: errors", "", _dig("concurrent", "errors"), "{}"),
+        Row(f"{c} concurrent streams: responses/s", "high", dig("concurrent", "responses_per_s")),
+        Row(f"{c} concurrent streams: p50 latency, ms", "low", dig("concurrent", "p50_ms"), "{:.0f}"),
+        Row(f"{c} concurrent streams: p99 latency, ms", "low", dig("concurrent", "p99_ms"), "{:.0f}"),
+        Row(f"{c} concurrent streams: errors", "", dig("concurrent", "errors"), "{}"),
     ]
     out += [Row(f"cost growth: ms per superstep at {k}", "low", growth_ms(k), "{:.2f}") for k in g]
     out += [
         Row(f"cost growth: slowest / fastest of {', '.join(map(str, g))}", "low", flatness, "{:.2f}"),
-        Row(f"recovery, {r} background: in flight at kill -9", "", _dig("recovery", "in_flight"), "{}"),
-        Row("recovery: restart until ready, s", "low", _dig("recovery", "ready_s"), "{:.2f}"),
-        Row("recovery: restart until all resumed, s", "low", _dig("recovery", "all_resumed_s"), "{:.2f}"),
-        Row("recovery: restart until all complete, s", "low", _dig("recovery", "all_complete_s"), "{:.2f}"),
+        Row(f"recovery, {r} background: in flight at kill -9", "", dig("recovery", "in_flight"), "{}"),
+        Row("recovery: restart until ready, s", "low", dig("recovery", "ready_s"), "{:.2f}"),
+        Row("recovery: restart until all resumed, s", "low", dig("recovery", "all_resumed_s"), "{:.2f}"),
+        Row("recovery: restart until all complete, s", "low", dig("recovery", "all_complete_s"), "{:.2f}"),
         Row(
             f"recovery: not completed within {sizes.recovery_timeout_s:.0f} s (lost or stuck)",
             "",
-            _dig("recovery", "lost"),
+            dig("recovery", "lost"),
             "{}",
         ),
-        Row("recovery: completed with wrong output", "", _dig("recovery", "wrong_output"), "{}"),
+        Row("recovery: completed with wrong output", "", dig("recovery", "wrong_output"), "{}"),
     ]
     b, k = sizes.live_bound_ms, sizes.live_cpu_n
     out += [
@@ -159,21 +159,21 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"live capacity: CPU per 1,000 tokens at {k} streams, ms",
             "low",
-            _dig("capacity", "cpu_per_1000_tokens_ms"),
+            dig("capacity", "cpu_per_1000_tokens_ms"),
             "{:.0f}",
             since=17,
         ),
         Row(
             f"live capacity, interleaved with the floor: CPU per 1,000 tokens at {k} streams, ms",
             "low",
-            _dig("capacity_interleaved", "cpu_per_1000_tokens_ms"),
+            dig("capacity_interleaved", "cpu_per_1000_tokens_ms"),
             "{:.0f}",
             since=17,
         ),
         Row(
             f"live capacity: p99 added inter-token delay at {k} streams, ms",
             "low",
-            _dig("capacity", "p99_added_at_cpu_n_ms"),
+            dig("capacity", "p99_added_at_cpu_n_ms"),
             "{:.1f}",
             since=17,
         ),
@@ -206,7 +206,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"long response: create, ms per event, slowest / fastest of {lens}",
             "low",
-            _dig("long", "create_flatness"),
+            dig("long", "create_flatness"),
             "{:.2f}",
         ),
         Row(
@@ -216,7 +216,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"long response: full replay, slowest / fastest per event of {lens}",
             "low",
-            _dig("long", "replay_flatness"),
+            dig("long", "replay_flatness"),
             "{:.2f}",
         ),
         Row(
@@ -229,7 +229,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"long response: full replay, server CPU per event, slowest / fastest of {lens}",
             "low",
-            _dig("long", "replay_cpu_flatness"),
+            dig("long", "replay_cpu_flatness"),
             "{:.2f}",
             since=17,
         ),
@@ -246,7 +246,7 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             "long response: starting_after, slowest / fastest total of the lengths",
             "low",
-            _dig("long", "tail_flatness"),
+            dig("long", "tail_flatness"),
             "{:.2f}",
         ),
         Row(
@@ -257,37 +257,37 @@ def rows(sizes: Sizes) -> list[Row]:
         Row(
             f"footprint: memory per idle in-flight response ({sizes.footprint_idle:,} at once), KB",
             "low",
-            _dig("footprint", "idle", "kb_per_response"),
+            dig("footprint", "idle", "kb_per_response"),
             "{:.0f}",
         ),
         Row(
             f"footprint: memory per response paused awaiting input ({sizes.footprint_paused:,}), KB",
             "low",
-            _dig("footprint", "paused", "kb_per_response"),
+            dig("footprint", "paused", "kb_per_response"),
             "{:.0f}",
         ),
         Row(
             "footprint: database bytes per paused response, KB",
             "low",
-            lambda r: _kb(_dig("footprint", "paused", "db_bytes_per_response")(r)),
+            lambda r: _kb(dig("footprint", "paused", "db_bytes_per_response")(r)),
             "{:.1f}",
         ),
         Row(
             f"footprint: database bytes per {n}-output response, MB",
             "low",
-            lambda r: _mb(_dig("footprint", "burst", "bytes_per_response")(r)),
+            lambda r: _mb(dig("footprint", "burst", "bytes_per_response")(r)),
             "{:.2f}",
         ),
         Row(
             f"footprint: database bytes per countdown of {sizes.countdown}, MB",
             "low",
-            lambda r: _mb(_dig("footprint", "countdown", "bytes_per_response")(r)),
+            lambda r: _mb(dig("footprint", "countdown", "bytes_per_response")(r)),
             "{:.2f}",
         ),
         Row(
             "footprint: checkpoint bytes per superstep (countdown, mean)",
             "low",
-            _dig("footprint", "countdown", "checkpoint_bytes_mean"),
+            dig("footprint", "countdown", "checkpoint_bytes_mean"),
             "{:,.0f}",
         ),
         Row("footprint: checkpoint bytes, first / last superstep", "", lambda r: _pair(r), "{}"),
