@@ -129,16 +129,22 @@ async def test_a_first_use_whose_conversation_was_deleted_meanwhile_is_a_404(hos
         return taken
 
     host.conversations.take = racing  # type: ignore[method-assign]
-    rid = new_response_id()
     try:
-        with pytest.raises(ProtocolError) as refused:
-            await host.create("alice", parse_create_request({"input": "second", "conversation": conv}), rid)
-        assert refused.value.status == 404 and refused.value.param == "conversation_id", refused.value
-        assert await host.store.get_response(rid, None) is None
-        row = await host.store.conversations.get("alice", conv, deleted=True)
-        assert row is not None and row.deleted_at is not None
+        await _refused_as_deleted(host, conv)
     finally:
         await _finish(runs)
+
+
+async def _refused_as_deleted(host: Host, conv: str) -> None:
+    """A turn of `conv` (deleted between its read and its write) is a 404 (param
+    conversation_id), nothing created, and the conversation stays deleted."""
+    rid = new_response_id()
+    with pytest.raises(ProtocolError) as refused:
+        await host.create("alice", parse_create_request({"input": "second", "conversation": conv}), rid)
+    assert refused.value.status == 404 and refused.value.param == "conversation_id", refused.value
+    assert await host.store.get_response(rid, None) is None
+    row = await host.store.conversations.get("alice", conv, deleted=True)
+    assert row is not None and row.deleted_at is not None
 
 
 async def test_a_turn_whose_conversation_was_deleted_after_its_read_is_a_404(host: Host) -> None:
@@ -156,10 +162,4 @@ async def test_a_turn_whose_conversation_was_deleted_after_its_read_is_a_404(hos
         return taken
 
     host.conversations.take = deleting  # type: ignore[method-assign]
-    rid = new_response_id()
-    with pytest.raises(ProtocolError) as refused:
-        await host.create("alice", parse_create_request({"input": "second", "conversation": conv}), rid)
-    assert refused.value.status == 404 and refused.value.param == "conversation_id", refused.value
-    assert await host.store.get_response(rid, None) is None
-    row = await host.store.conversations.get("alice", conv, deleted=True)
-    assert row is not None and row.deleted_at is not None
+    await _refused_as_deleted(host, conv)
