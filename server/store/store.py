@@ -202,7 +202,12 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResponseReads, Resume
         return self.notifier.subscribe(RECOVERY_WAKE)
 
     async def hand_off(self, owner: str) -> None:
-        """Release every lease of `owner` (graceful shutdown) and wake the other replicas."""
+        """Release every lease of `owner` (graceful shutdown) and wake the other replicas.
+
+        The writes still queued commit first: a fenced write of `owner` committed after the
+        release would renew its lease (a handed-off lease looks expired to the fence), and the
+        next owner's takeover would count as a recovery."""
+        await self.outbox.flush()
         await self.release_leases(owner, notify=f"{self.instance}|{RECOVERY_WAKE}")
 
     @property

@@ -92,15 +92,19 @@ class Outbox:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="outbox-writer")
 
+    async def flush(self) -> None:
+        """Wait until every write submitted before this call has committed or failed (an empty
+        write behind them: the outbox commits in submission order)."""
+        if self._task is None:
+            return
+        with contextlib.suppress(Exception):
+            await self.submit(Write(response_id="", owner=None))
+
     async def close(self) -> None:
         """Commit what is queued, then stop."""
         if self._task is None:
             return
-        sentinel = Write(response_id="", owner=None)
-        closed = self._futures.of(sentinel)
-        self._put(sentinel)
-        with contextlib.suppress(Exception):
-            await closed
+        await self.flush()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
