@@ -94,9 +94,7 @@ class Outbox:
 
     async def flush(self) -> None:
         """Wait until every write submitted before this call has committed or failed (an empty
-        write behind them: the outbox commits in submission order)."""
-        if self._task is None:
-            return
+        write behind them: the outbox commits in submission order; a closed one fails it)."""
         with contextlib.suppress(Exception):
             await self.submit(Write(response_id="", owner=None))
 
