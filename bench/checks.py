@@ -151,6 +151,16 @@ def _cpu_key(results: dict[str, dict[str, Any]], a: str, b: str) -> str:
     return "capacity_interleaved" if both else "capacity"
 
 
+def _cpu_against(
+    results: dict[str, dict[str, Any]], mine: str, other: str
+) -> tuple[str, float | None, float | None, float | None]:
+    """(the figures' key, `mine`'s CPU per 1,000 tokens, `other`'s, mine / other), both read the
+    same way (`_cpu_key`)."""
+    key = _cpu_key(results, mine, other)
+    a, b = _cpu(results, mine, key), _cpu(results, other, key)
+    return key, a, b, a / b if a and b else None
+
+
 def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes) -> list[str]:
     """Live streams: CPU per token within 1.25x the floor's and at most 0.5x either existing
     host's; the largest N at least 0.8x the floor's; `--workers 2` at least 1.6x one process's N."""
@@ -160,9 +170,7 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
     out = []
     k = sizes.live_cpu_n
     # (The `--workers 2` column is not interleaved: its figures are the ones alone.)
-    key = _cpu_key(results, t.key, FLOOR)
-    cpu, fcpu = _cpu(results, t.key, key), _cpu(results, FLOOR, key)
-    m = cpu / fcpu if cpu and fcpu else None
+    key, cpu, fcpu, m = _cpu_against(results, t.key, FLOOR)
     out.append(
         f"{_mark(None if m is None else m <= 1.25)} {t.label}: CPU per token at {k} live streams within "
         f"1.25{TIMES} the framework floor's ({fmt_ratio(m)}: {fmt(cpu, '{:.0f}')} vs {fmt(fcpu, '{:.0f}')} ms per 1,000)"
@@ -180,10 +188,8 @@ def _capacity(t: Host, hosts: list[Host], results: dict[str, dict[str, Any]], si
     # measured alone, minutes apart, its figure moved from 476 to 572 ms per 1,000 tokens between
     # two runs of the same code; the resilient one runs alone).
     for other, name in (("existing-plain", "plain"), ("existing-resilient", "resilient")):
-        pair = _cpu_key(results, t.key, other)
-        ours_x, theirs = _cpu(results, t.key, pair), _cpu(results, other, pair)
+        pair, ours_x, theirs, x = _cpu_against(results, t.key, other)
         how = "interleaved" if pair == "capacity_interleaved" else "alone"
-        x = ours_x / theirs if ours_x and theirs else None
         out.append(
             f"{_mark(None if x is None else x <= 0.5)} {t.label}: CPU per token at most 0.5{TIMES} the "
             f"{name} existing host's ({fmt_ratio(x)}, {how}: {fmt(ours_x, '{:.0f}')} vs "
@@ -249,9 +255,7 @@ def issue40(hosts: list[Host], results: dict[str, dict[str, Any]], sizes: Sizes)
             f"{_mark(None if m is None else m <= 2.5)} {t.label}: ms per output inside the "
             f"{sizes.burst_outputs}-output superstep within 2.5{TIMES} the framework floor's ({fmt_ratio(m)})"
         )
-        key = _cpu_key(results, t.key, PLAIN_HTTP)
-        cpu, ref = _cpu(results, t.key, key), _cpu(results, PLAIN_HTTP, key)
-        x = cpu / ref if cpu and ref else None
+        _, cpu, ref, x = _cpu_against(results, t.key, PLAIN_HTTP)
         out.append(
             f"{_mark(None if x is None else x <= 1.3)} {t.label}: CPU per live token at most 1.3{TIMES} "
             f"the plain-HTTP reference's ({fmt_ratio(x)}: {fmt(cpu, '{:.0f}')} vs {fmt(ref, '{:.0f}')} ms "
