@@ -17,7 +17,7 @@ from durable_responses.protocol.request import CreateRequest
 from durable_responses.protocol.sse import dumps
 from durable_responses.runtime.run.mapping import MapperSetup
 from durable_responses.runtime.run.open_items import ClosedItem
-from durable_responses.runtime.run.pairing import CheckpointSaveFailed, SqlPairing
+from durable_responses.runtime.run.pairing import SHOW_FIRST_EVENTS, CheckpointSaveFailed, SqlPairing
 from durable_responses.runtime.run.plan import RunPlan, RunSpec, lineage_for
 from durable_responses.runtime.run.sinks import Sink, SqlSink
 from durable_responses.store import CheckpointRow, EventRow, Finish, PendingRequestRow, Store
@@ -35,6 +35,10 @@ class RecordingSink(Sink):
         self.held: list[EventRow] = []
         self.writes: list[dict[str, Any]] = []
         self._refuse = refuse
+
+    @property
+    def held_events(self) -> int:
+        return len(self.held)
 
     def emit(self, event: dict[str, Any]) -> None:
         event["sequence_number"] = self.seq
@@ -114,6 +118,33 @@ async def test_a_checkpoint_is_one_write_with_the_items_it_closes_and_the_events
     await pairing.storage.save(second)
     assert [c.output_index for c in sink.writes[1]["closed"]] == [1]
     assert sink.writes[1]["checkpoint"].event_seq > row.event_seq
+
+
+@pytest.mark.parametrize("outputs", [1, SHOW_FIRST_EVENTS // 3 + 1])
+async def test_a_large_live_superstep_commits_its_outputs_before_closing_its_items(
+    store: Store, outputs: int
+) -> None:
+    sink = RecordingSink(live=True)
+    pairing = _pairing(store, sink)
+    for i in range(outputs):
+        pairing.mapper.feed(_text(f"answer {i}", f"m{i}"))
+    made = sink.held_events
+    await pairing.storage.save(_checkpoint())
+
+    closing = {ev.OUTPUT_TEXT_DONE, ev.CONTENT_PART_DONE, ev.OUTPUT_ITEM_DONE}
+    if made < SHOW_FIRST_EVENTS:
+        # A small superstep: its outputs, closing events and checkpoint are one write.
+        (write,) = sink.writes
+        assert len(write["events"]) == made + 3 * outputs and write["checkpoint"] is not None
+        return
+    # Its outputs first, alone (committed before the items close), then the closing events with
+    # the checkpoint: still one write that pairs the checkpoint with every event before it.
+    first, second = sink.writes
+    assert len(first["events"]) == made and first["checkpoint"] is None and first["closed"] == []
+    assert not closing & {e.type for e in first["events"]}
+    assert {e.type for e in second["events"]} == closing and len(second["events"]) == 3 * outputs
+    assert second["checkpoint"].event_seq == second["events"][-1].seq
+    assert len(second["closed"]) == outputs
 
 
 async def test_a_tool_run_waits_for_the_next_checkpoint_when_durable_and_goes_at_once_when_live(

@@ -4,6 +4,9 @@ Invariants:
 - When the framework saves checkpoint C (after the host took every update of the superstep),
   the items still open are closed `completed` and handed to the sink in the same write as C's
   row, behind every event handed over before: C commits with its outputs or not at all.
+- A live stream holding `SHOW_FIRST_EVENTS` or more events at a save commits them first (they
+  need no checkpoint to be shown), so a large superstep's last outputs do not wait for the
+  closing events of all its items.
 - Saves are pipelined: the next supersteps run while C commits; a save waits only once
   `CHECKPOINT_PIPELINE` writes are in flight (back-pressure). Reads of this run's checkpoints
   wait for its writes first (`settle`), so a read never misses a checkpoint it saved.
@@ -42,6 +45,9 @@ from .telemetry import NO_TRACE, RunTrace
 # driver (`commit_lag`) either way. The measurements behind the figure are in the commit that
 # set it (4d80317).
 CHECKPOINT_PIPELINE = 64
+# A live stream holding at least this many events at a checkpoint (a superstep that made many
+# outputs at once) commits them before its items are closed (`SqlPairing._on_save`).
+SHOW_FIRST_EVENTS = 64
 
 
 class CheckpointSaveFailed(Exception):
@@ -152,6 +158,10 @@ class SqlPairing(Pairing):
         `CHECKPOINT_PIPELINE` supersteps later, and recovery resumes from the newest checkpoint
         that did commit. Overlapping commits are group-committed (one fsync for several).
         """
+        if self._sink.live and self._sink.held_events >= SHOW_FIRST_EVENTS:
+            # A large superstep's last outputs go out now, not behind the closing events of all
+            # its items and their commit (a 1000-output superstep: 3,000 events, ~15 ms).
+            await self._sink.commit()
         closed = self.close_open("completed")
         row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
         write = self._sink.send(closed, checkpoint=row, urgent=True)
