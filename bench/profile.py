@@ -5,7 +5,8 @@ streams, SQLite or PostgreSQL), drives its load for `--rounds` rounds and sample
 py-spy (`pip install py-spy`; `py-spy record --pid ... --format raw`: collapsed stacks, idle frames
 left out). `--load tokens` (live capacity, the default): `--streams` streams of 100 tokens 20 ms
 apart; `concurrent`: `--streams` short responses (`burst` of 3 outputs) at once; `burst`:
-`--streams` responses of 1000 outputs in one superstep, one after another. Each sample is charged
+`--streams` responses of 1000 outputs in one superstep, one after another; `steps`: `--streams`
+countdowns of 1000 supersteps (one output each), one after another. Each sample is charged
 to the innermost frame of this repository's `server/` package on its stack (the library work that
 module asked for included: a `json.dumps` under `protocol/sse.py` is the SSE encoding's), or, with
 no `server/` frame on the stack, to the innermost frame's package (agent-framework's own work, the
@@ -105,6 +106,7 @@ LOADS = {
     "tokens": ("bench.apps:tokens", "100 interval=20", "3 interval=1"),
     "concurrent": ("bench.apps:burst", "3", "3"),
     "burst": ("bench.apps:burst", "1000", "10"),
+    "steps": ("bench.apps:steps", "1000", "10"),
 }
 
 
@@ -114,7 +116,7 @@ async def _drive(base: str, load: str, streams: int, rounds: int) -> int:
     deltas = 0
     for _ in range(rounds):
         d = HttpDriver(base, {"background": True})
-        if load == "burst":
+        if load in ("burst", "steps"):
             try:
                 for _ in range(streams):
                     deltas += (await d.stream(text)).deltas
@@ -130,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench profile", description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--dialect", choices=["sqlite", "postgresql"], default="sqlite")
     ap.add_argument("--load", choices=sorted(LOADS), default="tokens")
-    ap.add_argument("--streams", type=int, default=50, help="streams at once (burst: one after another)")
+    ap.add_argument(
+        "--streams", type=int, default=50, help="streams at once (burst, steps: one after another)"
+    )
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     ap.add_argument("--out", type=Path, help="keep the raw collapsed stacks here")
