@@ -12,6 +12,16 @@
 ARG BASE_IMAGE=python:3.11-slim
 
 # ---------------------------------------------------------------------------------------------
+# The runtime dependencies, read from pyproject.toml: a stage of their own, so the install below
+# is cached on this list alone, not on the whole file (its tool settings, test extras, version).
+FROM ${BASE_IMAGE} AS requirements
+
+WORKDIR /src
+COPY pyproject.toml ./
+RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+        > /requirements.txt
+
+# ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -22,11 +32,10 @@ RUN python3 -m venv /opt/venv
 
 WORKDIR /src
 
-# Dependencies first, from pyproject.toml alone, so that a code change does not reinstall them.
-COPY pyproject.toml ./
-RUN python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
-    && /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
+# Dependencies first, so that neither a code change nor another edit of pyproject.toml that
+# leaves them as they are reinstalls them.
+COPY --from=requirements /requirements.txt /tmp/requirements.txt
+RUN /opt/venv/bin/pip install --no-cache-dir -r /tmp/requirements.txt
 
 # Then the package itself (server/ and migrations/).
 COPY . ./
