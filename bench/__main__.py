@@ -12,6 +12,7 @@ Usage: python -m bench [--quick] [--only burst,countdown,...,floor,existing-resi
        python -m bench quick        (the first, ours-only benchmark: bench/quick.py)
        python -m bench ops          (tracing off/on, bytes per response, retention: bench/ops.py)
        python -m bench profile      (py-spy of ours in a live scenario: bench/profile.py)
+       python -m bench timeline     (a burst's stream as its client sees it: bench/timeline.py)
 """
 
 from __future__ import annotations
@@ -163,5 +164,9 @@ if __name__ == "__main__":
         from bench.quick import main as quick_main
 
         quick_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["timeline"]:
+        from bench.timeline import main as timeline_main
+
+        timeline_main(sys.argv[2:])
     else:
         main()
