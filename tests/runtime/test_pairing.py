@@ -36,10 +36,6 @@ class RecordingSink(Sink):
         self.writes: list[dict[str, Any]] = []
         self._refuse = refuse
 
-    @property
-    def held_events(self) -> int:
-        return len(self.held)
-
     def emit(self, event: dict[str, Any]) -> None:
         event["sequence_number"] = self.seq
         self.held.append(EventRow(self.seq, event["type"], dumps(event)))
@@ -120,31 +116,50 @@ async def test_a_checkpoint_is_one_write_with_the_items_it_closes_and_the_events
     assert sink.writes[1]["checkpoint"].event_seq > row.event_seq
 
 
-@pytest.mark.parametrize("outputs", [1, SHOW_FIRST_EVENTS // 3 + 1])
-async def test_a_large_live_superstep_commits_its_outputs_before_closing_its_items(
-    store: Store, outputs: int
-) -> None:
+_CLOSING = {ev.OUTPUT_TEXT_DONE, ev.CONTENT_PART_DONE, ev.OUTPUT_ITEM_DONE}
+
+
+async def test_small_live_supersteps_are_one_write_each(store: Store) -> None:
+    # A countdown: many supersteps of one output, more events in all than SHOW_FIRST_EVENTS.
     sink = RecordingSink(live=True)
     pairing = _pairing(store, sink)
+    for i in range(SHOW_FIRST_EVENTS):
+        pairing.mapper.feed(_text(f"step {i}", f"m{i}"))
+        await pairing.storage.save(_checkpoint())
+    assert len(sink.writes) == SHOW_FIRST_EVENTS
+    assert all(w["checkpoint"] is not None and len(w["events"]) == 6 for w in sink.writes)
+
+
+@pytest.mark.parametrize("handed_over", [False, True])
+async def test_a_large_live_superstep_commits_its_outputs_before_closing_its_items(
+    store: Store, handed_over: bool
+) -> None:
+    """Counted over the superstep, not over what the sink still holds: a busy run hands its
+    events over at every loop turn (`handed_over`: half of them, as a flush would)."""
+    sink = RecordingSink(live=True)
+    pairing = _pairing(store, sink)
+    outputs = SHOW_FIRST_EVENTS // 3 + 1
     for i in range(outputs):
+        if handed_over and i == outputs // 2:
+            sink.send()
         pairing.mapper.feed(_text(f"answer {i}", f"m{i}"))
-    made = sink.held_events
     await pairing.storage.save(_checkpoint())
 
-    closing = {ev.OUTPUT_TEXT_DONE, ev.CONTENT_PART_DONE, ev.OUTPUT_ITEM_DONE}
-    if made < SHOW_FIRST_EVENTS:
-        # A small superstep: its outputs, closing events and checkpoint are one write.
-        (write,) = sink.writes
-        assert len(write["events"]) == made + 3 * outputs and write["checkpoint"] is not None
-        return
-    # Its outputs first, alone (committed before the items close), then the closing events with
-    # the checkpoint: still one write that pairs the checkpoint with every event before it.
-    first, second = sink.writes
-    assert len(first["events"]) == made and first["checkpoint"] is None and first["closed"] == []
-    assert not closing & {e.type for e in first["events"]}
-    assert {e.type for e in second["events"]} == closing and len(second["events"]) == 3 * outputs
-    assert second["checkpoint"].event_seq == second["events"][-1].seq
-    assert len(second["closed"]) == outputs
+    *outputs_writes, closing = sink.writes
+    # Its outputs first, committed before its items close (the pairing waits for them), then the
+    # closing events with the checkpoint: still behind every event before it.
+    assert len(outputs_writes) == (2 if handed_over else 1)
+    shown = [e for w in outputs_writes for e in w["events"]]
+    assert len(shown) == 3 * outputs and not _CLOSING & {e.type for e in shown}
+    assert all(w["checkpoint"] is None and w["closed"] == [] for w in outputs_writes)
+    assert {e.type for e in closing["events"]} == _CLOSING and len(closing["events"]) == 3 * outputs
+    assert closing["checkpoint"].event_seq == closing["events"][-1].seq
+    assert len(closing["closed"]) == outputs
+
+    # The next superstep counts from this save: a small one is one write again.
+    pairing.mapper.feed(_text("small", "m-next"))
+    await pairing.storage.save(_checkpoint())
+    assert len(sink.writes) == len(outputs_writes) + 2 and sink.writes[-1]["checkpoint"] is not None
 
 
 async def test_a_tool_run_waits_for_the_next_checkpoint_when_durable_and_goes_at_once_when_live(

@@ -4,9 +4,9 @@ Invariants:
 - When the framework saves checkpoint C (after the host took every update of the superstep),
   the items still open are closed `completed` and handed to the sink in the same write as C's
   row, behind every event handed over before: C commits with its outputs or not at all.
-- A live stream holding `SHOW_FIRST_EVENTS` or more events at a save commits them first (they
-  need no checkpoint to be shown), so a large superstep's last outputs do not wait for the
-  closing events of all its items.
+- A live stream whose superstep made `SHOW_FIRST_EVENTS` or more events waits at the save until
+  they are committed (they need no checkpoint to be shown), so a large superstep's last outputs
+  do not wait for the closing events of all its items.
 - Saves are pipelined: the next supersteps run while C commits; a save waits only once
   `CHECKPOINT_PIPELINE` writes are in flight (back-pressure). Reads of this run's checkpoints
   wait for its writes first (`settle`), so a read never misses a checkpoint it saved.
@@ -45,8 +45,10 @@ from .telemetry import NO_TRACE, RunTrace
 # driver (`commit_lag`) either way. The measurements behind the figure are in the commit that
 # set it (4d80317).
 CHECKPOINT_PIPELINE = 64
-# A live stream holding at least this many events at a checkpoint (a superstep that made many
-# outputs at once) commits them before its items are closed (`SqlPairing._on_save`).
+# A live stream whose superstep made at least this many events (many outputs at once) has them
+# committed before its items are closed (`SqlPairing._on_save`). Counted from the previous save,
+# not from what the sink still holds: a busy run hands its events over at every loop turn, and
+# writes handed over but not committed would commit with the closing events all the same.
 SHOW_FIRST_EVENTS = 64
 
 
@@ -119,6 +121,8 @@ class SqlPairing(Pairing):
         self._sink = sink
         self._trace = trace
         self._writes: deque[asyncio.Future[None]] = deque()
+        # The sink's sequence number when the current superstep began (the previous save).
+        self._superstep_seq = sink.seq
         self._storage = SqlCheckpointStorage(
             store,
             user_id=spec.user_id,
@@ -158,13 +162,14 @@ class SqlPairing(Pairing):
         `CHECKPOINT_PIPELINE` supersteps later, and recovery resumes from the newest checkpoint
         that did commit. Overlapping commits are group-committed (one fsync for several).
         """
-        if self._sink.live and self._sink.held_events >= SHOW_FIRST_EVENTS:
+        sink = self._sink
+        if sink.live and sink.seq - self._superstep_seq >= SHOW_FIRST_EVENTS:
             # A large superstep's last outputs go out now, not behind the closing events of all
             # its items and their commit (a 1000-output superstep: 3,000 events, ~15 ms).
-            await self._sink.commit()
+            await sink.settle()
         closed = self.close_open("completed")
-        row = self._storage.row(checkpoint, data, event_seq=self._sink.last_seq)
-        write = self._sink.send(closed, checkpoint=row, urgent=True)
+        row = self._storage.row(checkpoint, data, event_seq=sink.last_seq)
+        write = sink.send(closed, checkpoint=row, urgent=True)
         metrics.CHECKPOINT_BYTES.observe(len(data))
         superstep = self._trace.superstep(
             checkpoint_id=row.checkpoint_id,
@@ -173,6 +178,7 @@ class SqlPairing(Pairing):
         )
         self._trace.checkpoint_commit(write, superstep)
         self.last_checkpoint = checkpoint
+        self._superstep_seq = sink.seq
         writes = self._writes
         writes.append(write)
         while writes and (writes[0].done() or len(writes) > CHECKPOINT_PIPELINE):

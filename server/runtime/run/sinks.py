@@ -133,11 +133,6 @@ class Sink(ABC):
         return False
 
     @property
-    def held_events(self) -> int:
-        """Events emitted and not yet handed to the outbox."""
-        return 0
-
-    @property
     def last_seq(self) -> int:
         return self.seq - 1
 
@@ -237,10 +232,6 @@ class SqlSink(Sink):
             # The newest write commits last (the outbox keeps submission order). `wait` leaves
             # it alone if this task is cancelled; a failure is the sink's (`_on_done`).
             await asyncio.wait((self._inflight[-1][1],))
-
-    @property
-    def held_events(self) -> int:
-        return len(self._pending)
 
     def lagging(self, limit: float) -> bool:
         self._forget_done()
