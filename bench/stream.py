@@ -16,9 +16,10 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-_EVENT = b"event: "
-_FIRST_OUTPUT = (b"event: response.output_text.delta", b"event: response.output_item.added")
-_DELTA = b"event: response.output_text.delta"
+# The lines a streamed body is tallied by (bench/timeline.py counts them per chunk).
+EVENT = b"event: "
+DELTA = b"event: response.output_text.delta"
+_FIRST_OUTPUT = (DELTA, b"event: response.output_item.added")
 COMPLETED = "response.completed"
 
 
@@ -78,14 +79,14 @@ class EventLines:
         lines = (self._tail + data).split(b"\n")
         self._tail = lines.pop()
         for line in lines:
-            if not line.startswith(_EVENT):
+            if not line.startswith(EVENT):
                 continue
             line = line.rstrip(b"\r")
             res.events += 1
             self._last = line
             if res.events == 1:
                 res.first_event_ms = (now - self.t0) * 1000
-            if line == _DELTA:
+            if line == DELTA:
                 res.deltas += 1
                 if res.delta_ms is not None:
                     res.delta_ms.append((now - self.t0) * 1000)
@@ -95,7 +96,7 @@ class EventLines:
             res.last_output_ms = (now - self.t0) * 1000
 
     def finish(self) -> None:
-        self.res.terminal = self._last[len(_EVENT) :].decode(errors="replace")
+        self.res.terminal = self._last[len(EVENT) :].decode(errors="replace")
 
 
 @dataclass

@@ -29,11 +29,10 @@ from bench.config import log
 from bench.hosts import postgres
 from bench.hosts.ours import ours_env, ours_server
 from bench.hosts.process import serving
+from bench.stream import DELTA, EVENT
 from durable_responses.store.settings import LEASE_SECONDS
 
-_DELTA = b"event: response.output_text.delta"
 _DONE = b"event: response.output_text.done"
-_EVENT = b"event: "
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ async def _one(client: httpx.AsyncClient, outputs: int) -> Run:
         r.raise_for_status()
         async for data in r.aiter_raw():
             at = (time.perf_counter() - t0) * 1000
-            chunks.append(Chunk(at, data.count(_DELTA), data.count(_DONE), data.count(_EVENT)))
+            chunks.append(Chunk(at, data.count(DELTA), data.count(_DONE), data.count(EVENT)))
     return Run(chunks)
 
 
