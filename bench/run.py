@@ -1,8 +1,8 @@
 """One run: the interleaved 1000-output burst, then every column alone, scenario by scenario.
 
 Order and why:
-- The burst of the plain existing host, ours and the framework floor runs first, all of them
-  serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
+- The burst of the plain existing host, the plain-HTTP reference, ours and the framework floor
+  runs first, all of them serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
   interleaved the same way (bench/scenarios/steps.py `paired`), and the live streams' CPU per token
   of the floor, the plain-HTTP reference, the plain existing host and ours (bench/scenarios/live.py
   `paired`).
@@ -99,7 +99,7 @@ def run_all(hosts: list[Host], want: set[str], sizes: Sizes, work: Path) -> dict
     paired = [
         h
         for h in hosts
-        if (h.kind in ("ours", "floor") or h.key == "existing-plain") and h.skip("burst") is None
+        if (h.kind in ("ours", "floor", "reference") or h.key == "existing-plain") and h.skip("burst") is None
     ]
     paired_burst: dict[str, Any] = {}
     if "burst" in want and len(paired) > 1:

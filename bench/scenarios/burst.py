@@ -1,10 +1,11 @@
 """1000 outputs in ONE superstep (`burst`), streamed: first event, first output, time per output
 inside the superstep, total, events/s, and the host's CPU per 1,000 outputs.
 
-The plain existing host, ours and the framework floor are measured with all of them serving at
-once, requests alternating in balanced orders (`paired`; bench/stats.py `balanced_orders`): the
-first event and the first output are a few ms, and minutes of drift between sessions were larger
-than the differences; what a host still does after its stream ended weighs on every host alike.
+The plain existing host, the plain-HTTP reference, ours and the framework floor are measured with
+all of them serving at once, requests alternating in balanced orders (`paired`; bench/stats.py
+`balanced_orders`): the first event and the first output are a few ms, and minutes of drift
+between sessions were larger than the differences; what a host still does after its stream
+ended weighs on every host alike.
 The resilient existing host runs alone (`run`, median of `burst_reps`), like every other scenario.
 
 Time per output inside the superstep = (last output - first output) / (outputs - 1), as the client
