@@ -30,6 +30,7 @@ class Sizes:
     countdown_reps: int = 5
     concurrent: int = 100
     concurrent_input: str = "3"
+    concurrent_reps: int = 5
     growth: tuple[int, ...] = (10, 100, 1000)
     # Runs at N=10 (each paired with an N=1 run, the fixed cost subtracted): at 10 supersteps
     # the difference is a few ms, so the medians need many runs to be stable.
@@ -88,6 +89,7 @@ class Sizes:
             burst_reps=1,
             countdown_reps=1,
             concurrent=20,
+            concurrent_reps=1,
             growth=(10, 100),
             base_reps=3,
             growth_deadline_s=30.0,
