@@ -2,10 +2,10 @@
 
 Order and why:
 - The burst of the plain existing host, the plain-HTTP reference, ours and the framework floor
-  runs first, all of them serving at once (bench/scenarios/burst.py `paired`), then the countdown of the floor and ours,
-  interleaved the same way (bench/scenarios/steps.py `paired`), and the live streams' CPU per token
-  of the floor, the plain-HTTP reference, the plain existing host and ours (bench/scenarios/live.py
-  `paired`).
+  runs first, all of them serving at once (bench/scenarios/burst.py `paired`), then the
+  countdown of the floor and ours, interleaved the same way (bench/scenarios/steps.py
+  `paired`), and the live streams' CPU per token of the floor, the plain-HTTP reference, the
+  plain existing host and ours (bench/scenarios/live.py `paired`).
 - Then each column alone, in the table's order except that the resilient existing host runs last:
   in runs where it ran second, whichever configuration followed it was up to 2x slower for a while
   (its first-event and per-superstep figures), though no process of it was left and the disk was

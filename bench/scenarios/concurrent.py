@@ -32,7 +32,8 @@ async def _concurrent(session: Session, sizes: Sizes) -> dict[str, Any]:
         await warm(d, sizes.concurrent_input)
     finally:
         await d.aclose()
-    rounds = [await session.driver().many(n, sizes.concurrent_input) for _ in range(sizes.concurrent_reps)]
+    driver = session.driver()  # `many` opens its own connections each round
+    rounds = [await driver.many(n, sizes.concurrent_input) for _ in range(sizes.concurrent_reps)]
     runs = [r for many in rounds for r in many.runs]
     good = sorted(r.total_ms for r in runs if r.ok)
     bad = [r for r in runs if not r.ok]
