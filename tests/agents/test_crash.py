@@ -310,6 +310,10 @@ class Killed:
     before: list[dict[str, Any]]  # what the client saw before the kill
     first_life: list[FakeCall]  # the model calls the killed process made
     eligible: Counter[str]  # per agent, its calls after the newest committed checkpoint
+    # The calls the fake had answered to their end when the kill came. A held call is released
+    # after the kill: the fake may still write its last frame, and count it finished, before it
+    # sees the dead client's disconnect (a loaded machine), though no process received it.
+    finished_at_kill: frozenset[int]
 
 
 @contextmanager
@@ -377,6 +381,7 @@ def run_and_kill(case: Crash, life: FirstLife, fake: FakeModel) -> Killed:
 
             try:
                 _wait(at_kill_point, 60, f"{case.app}'s kill point", state)
+                finished_at_kill = frozenset(c.index for c in calls() if c.finished)
                 life.server.kill()
                 fake.token_delay = 0.0
                 live.join()
@@ -393,7 +398,7 @@ def run_and_kill(case: Crash, life: FirstLife, fake: FakeModel) -> Killed:
         fake.hold()
     before = live.events
     assert before and before[-1]["type"] not in ("response.completed", "response.failed"), before[-1:]
-    return Killed(rid, mark, before, first_life, eligible)
+    return Killed(rid, mark, before, first_life, eligible, finished_at_kill)
 
 
 # region crash tests
@@ -473,9 +478,11 @@ def test_recovered_usage_counts_the_calls_before_the_crash(
     """Usage is the sum over every model call of the response: after a crash, the calls the
     killed process finished (the fake reported their usage) count as well as the recovery's."""
     got = kill_and_recover(case, first_lives, fake, monkeypatch)
+    first_life = {c.index for c in got.killed.first_life}
     billed = Usage()
     for call in fake.calls_since(got.killed.mark):
-        if call.finished and call.usage is not None:
+        finished = call.index in got.killed.finished_at_kill if call.index in first_life else call.finished
+        if finished and call.usage is not None:
             billed = billed + call.usage
     assert usage_of(got.final) == billed
 
