@@ -34,6 +34,7 @@ from ..protocol.response import build_response, list_body
 from ..store import (
     LIVE_MARK,
     TERMINAL_STATUSES,
+    OutputItemRow,
     ResponseRow,
     Store,
 )
@@ -296,9 +297,14 @@ class Host:
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
         return row
 
-    async def response_json(self, row: ResponseRow) -> dict[str, Any]:
+    async def response_json(
+        self, row: ResponseRow, items: list[OutputItemRow] | None = None
+    ) -> dict[str, Any]:
+        """The Response object of `row`, with its output items (read now unless given)."""
         req = CreateRequest.from_json_dict(json.loads(row.request))
-        output = [json.loads(o.data) for o in await self.store.output_items(row.id)]
+        if items is None:
+            items = await self.store.output_items(row.id)
+        output = [json.loads(o.data) for o in items]
         return build_response(
             req,
             response_id=row.id,
@@ -313,7 +319,10 @@ class Host:
         )
 
     async def get(self, user_id: str, response_id: str) -> dict[str, Any]:
-        return await self.response_json(await self.get_row(user_id, response_id))
+        found = await self.store.response_with_output(response_id, user_id)
+        if found is None:
+            raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
+        return await self.response_json(*found)
 
     async def wait(self, created: Created) -> dict[str, Any]:
         """The final Response of a foreground JSON request."""
@@ -325,14 +334,14 @@ class Host:
             if final is None:
                 raise errors.server_error("The response ended without a terminal event.")
             return final
-        row = await self.store.get_response(created.response_id, None)
-        while row is not None and row.status not in TERMINAL_STATUSES:
+        found = await self.store.response_with_output(created.response_id, None)
+        while found is not None and found[0].status not in TERMINAL_STATUSES:
             # Driven elsewhere (an idempotent retry while another process runs it).
             await asyncio.sleep(self.settings.remote_poll_seconds)
-            row = await self.store.get_response(created.response_id, None)
-        if row is None:
+            found = await self.store.response_with_output(created.response_id, None)
+        if found is None:
             raise errors.not_found(f"Response with id '{created.response_id}' not found.")
-        return await self.response_json(row)
+        return await self.response_json(*found)
 
     async def input_items(self, user_id: str, response_id: str, params: ListParams) -> dict[str, Any]:
         await self.get_row(user_id, response_id)

@@ -58,13 +58,18 @@ class StoreBase:
         driver makes them. Only where `Database.driver_reads`. For a page of 2,000 events
         SQLAlchemy's statement and result handling cost 2-4x the driver's own (server CPU,
         measured: PostgreSQL 1.86 vs 0.43 us per row and 365 vs 52 us per page)."""
+        return (await self._driver_fetches((pg_query, sqlite_query, args)))[0]
+
+    async def _driver_fetches(self, *queries: tuple[str, str, tuple[Any, ...]]) -> list[list[Any]]:
+        """`_driver_fetch` of each of `queries` (PostgreSQL's, SQLite's, the arguments), one
+        after another on one reader connection: one checkout (on PostgreSQL, one ping) for all."""
         assert self.db.driver_reads
         async with self._read() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
             assert driver is not None
             if self.dialect == SQLITE:
-                return list(await driver.execute_fetchall(sqlite_query, args))
-            return list(await driver.fetch(pg_query, *args))
+                return [list(await driver.execute_fetchall(q, args)) for _, q, args in queries]
+            return [list(await driver.fetch(q, *args)) for q, _, args in queries]
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:

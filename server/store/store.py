@@ -300,15 +300,6 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResponseReads, Resume
             Write(row.id, None, list(events), create=created, answers=answers, claims=claims)
         )
 
-    async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:
-        """`user_id=None` is the runtime's own unscoped read (recovery); HTTP always scopes."""
-        q = select(t.responses).where(t.responses.c.id == response_id)
-        if user_id is not None:
-            q = q.where(t.responses.c.user_id == user_id)
-        async with self._read() as conn:
-            row = (await conn.execute(q)).first()
-        return response_row(row) if row is not None else None
-
     async def delete_response(self, response_id: str, user_id: str) -> bool:
         async with self._write() as conn:
             res = await conn.execute(

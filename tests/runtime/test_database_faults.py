@@ -43,7 +43,14 @@ def test_every_route_answers_503_with_retry_after_while_the_database_is_down(tmp
         store: Any = srv.service.host.store
         broken = {
             name: getattr(store, name)
-            for name in ("get_response", "ping", "insert_response", "read_events", "list_conversation_items")
+            for name in (
+                "get_response",
+                "response_with_output",
+                "ping",
+                "insert_response",
+                "read_events",
+                "list_conversation_items",
+            )
             if hasattr(store, name)
         }
         for name in broken:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import astuple
 
 import pytest
 from sqlalchemy import update
@@ -58,6 +59,8 @@ async def test_insert_and_get_response_scoped_by_user(store: Store) -> None:
 
     got = await store.get_response("resp_1", "alice")
     assert got == row
+    # Each field of the type written (1 == True: SQLite's driver returns booleans as integers).
+    assert got is not None and [type(v) for v in astuple(got)] == [type(v) for v in astuple(row)]
     assert await store.get_response("resp_1", None) == row  # the runtime's unscoped read
     assert await store.get_response("resp_1", "mallory") is None
     assert await store.get_response("resp_missing", "alice") is None
@@ -274,6 +277,12 @@ async def test_write_with_items_status_and_write_now(store: Store) -> None:
         (0, "completed", True),
         (1, "incomplete", False),
     ]
+    assert all(type(i.included) is bool for i in every)
+    # The row and the items kept in the output, read together (GET /responses/{id}).
+    assert await store.response_with_output("resp_1", "alice") == (got, every[:1])
+    assert await store.response_with_output("resp_1", None) == (got, every[:1])  # unscoped
+    assert await store.response_with_output("resp_1", "mallory") is None
+    assert await store.response_with_output("resp_missing", "alice") is None
     assert await store.max_output_index("resp_1") == 1
     assert await store.max_output_index("resp_missing") == -1
 

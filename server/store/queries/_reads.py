@@ -1,4 +1,4 @@
-"""The store's reads of a response's items, journal and events (a mixin of `Store`).
+"""The store's reads of a response's row, items, journal and events (a mixin of `Store`).
 
 Invariant: reads never scan what came before: event reads are index range reads from a
 sequence number; item reads are the response's own rows, by index.
@@ -6,11 +6,13 @@ sequence number; item reads are the response's own rows, by index.
 
 from __future__ import annotations
 
-from sqlalchemy import and_, func, literal, select, text, union_all
+from typing import Any
+
+from sqlalchemy import Select, and_, func, literal, select, text, union_all
 
 from .. import _tables as t
-from .._base import StoreBase
-from ..records import EventRow, InputItemRow, JournalRow, OutputItemRow
+from .._base import StoreBase, response_row
+from ..records import EventRow, InputItemRow, JournalRow, OutputItemRow, ResponseRow
 from ..write import _events, _sql
 
 # The largest event sequence number the column holds (a 32-bit integer): a page's upper bound.
@@ -22,22 +24,45 @@ _READ_EVENTS = text(_sql.READ_EVENTS_NAMED)
 
 
 class ResponseReads(StoreBase):
-    """Output and input items, journal records and events of a response."""
+    """A response's row, output and input items, journal records and events."""
+
+    async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:
+        """`user_id=None` is the runtime's own unscoped read (recovery); HTTP always scopes."""
+        if self.db.driver_reads:
+            # Every poll of a background response reads it: on the driver's connection.
+            (found,) = await self._driver_fetches(_response_query(response_id, user_id))
+            return _sql.response_of(found[0]) if found else None
+        async with self._read() as conn:
+            row = (await conn.execute(_response_select(response_id, user_id))).first()
+        return response_row(row) if row is not None else None
 
     async def output_items(self, response_id: str, *, included_only: bool = True) -> list[OutputItemRow]:
-        q = select(
-            t.output_items.c.output_index,
-            t.output_items.c.item_id,
-            t.output_items.c.status,
-            t.output_items.c.included,
-            t.output_items.c.data,
-        ).where(t.output_items.c.response_id == response_id)
-        if included_only:
-            q = q.where(t.output_items.c.included.is_(True))
-        q = q.order_by(t.output_items.c.output_index)
+        if self.db.driver_reads:
+            (found,) = await self._driver_fetches(_items_query(response_id, included_only))
+            return _item_rows(found)
         async with self._read() as conn:
-            rows = (await conn.execute(q)).all()
+            rows = (await conn.execute(_items_select(response_id, included_only))).all()
         return [OutputItemRow(*r) for r in rows]
+
+    async def response_with_output(
+        self, response_id: str, user_id: str | None
+    ) -> tuple[ResponseRow, list[OutputItemRow]] | None:
+        """A response (scoped as `get_response`) and the output items kept in its output (what
+        `GET /responses/{id}` shows), read on one connection: one checkout, and on PostgreSQL
+        one ping, for both. Two statements, as two calls would be: a write commits a response's
+        items with (or before) the state that shows them, so the items read after the row are
+        at least the row's, at most newer ones."""
+        if self.db.driver_reads:
+            found, items = await self._driver_fetches(
+                _response_query(response_id, user_id), _items_query(response_id, True)
+            )
+            return (_sql.response_of(found[0]), _item_rows(items)) if found else None
+        async with self._read() as conn:
+            row = (await conn.execute(_response_select(response_id, user_id))).first()
+            if row is None:
+                return None
+            rows = (await conn.execute(_items_select(response_id, True))).all()
+        return response_row(row), [OutputItemRow(*r) for r in rows]
 
     async def journal(self, response_id: str) -> list[JournalRow]:
         """The response's journal records, oldest first (a newer record of the same place
@@ -172,3 +197,35 @@ class ResponseReads(StoreBase):
         async with self._read() as conn:
             v = (await conn.execute(q)).scalar()
         return -1 if v is None else int(v)
+
+
+def _response_query(response_id: str, user_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
+    """A response's row on the drivers' connections (`StoreBase._driver_fetches`)."""
+    if user_id is None:
+        return _sql.GET_RESPONSE_PG, _sql.GET_RESPONSE_SQLITE, (response_id,)
+    return _sql.GET_USER_RESPONSE_PG, _sql.GET_USER_RESPONSE_SQLITE, (response_id, user_id)
+
+
+def _items_query(response_id: str, included_only: bool) -> tuple[str, str, tuple[Any, ...]]:
+    """A response's output items on the drivers' connections, in order."""
+    if included_only:
+        return _sql.INCLUDED_OUTPUT_ITEMS_PG, _sql.INCLUDED_OUTPUT_ITEMS_SQLITE, (response_id,)
+    return _sql.OUTPUT_ITEMS_PG, _sql.OUTPUT_ITEMS_SQLITE, (response_id,)
+
+
+def _item_rows(found: list[Any]) -> list[OutputItemRow]:
+    # (SQLite's driver returns `included` as an integer.)
+    return [OutputItemRow(i, item, status, bool(kept), data) for i, item, status, kept, data in found]
+
+
+def _response_select(response_id: str, user_id: str | None) -> Select[Any]:
+    q = select(t.responses).where(t.responses.c.id == response_id)
+    return q if user_id is None else q.where(t.responses.c.user_id == user_id)
+
+
+def _items_select(response_id: str, included_only: bool) -> Select[Any]:
+    o = t.output_items.c
+    q = select(o.output_index, o.item_id, o.status, o.included, o.data).where(o.response_id == response_id)
+    if included_only:
+        q = q.where(o.included.is_(True))
+    return q.order_by(o.output_index)
