@@ -193,13 +193,14 @@ class Outbox:
             batch: list[Write] = []
             self._take(batch, first)
             self._drain(batch)
-            # Wait a moment for more only when nobody waits on this batch: checkpoints, creations
-            # and ends are awaited by their run (every superstep pays for the window otherwise);
-            # plain live events are not, and gain from sharing a transaction.
+            # Wait a moment for more only when nobody waits on this batch: creations and ends
+            # are awaited by their request and run, and so is a write marked urgent; live events
+            # and checkpoints are not (a run goes on while its checkpoint commits: `pairing`),
+            # and gain from sharing a transaction: consecutive supersteps commit together.
             if len(batch) < self._max_batch and self._window > 0 and not any(map(_awaited, batch)):
                 self._urgent.clear()
                 with contextlib.suppress(TimeoutError):
-                    # Cut the window short when an awaited write (a checkpoint) comes in.
+                    # Cut the window short when an awaited write comes in.
                     await asyncio.wait_for(self._urgent.wait(), self._window)
                 self._drain(batch)
             if batch:
@@ -396,4 +397,4 @@ def _writer_for(db: Database, lease_seconds: float) -> Writer:
 
 
 def _awaited(w: Write) -> bool:
-    return w.urgent or w.checkpoint is not None or w.create is not None or w.finish is not None
+    return w.urgent or w.create is not None or w.finish is not None
