@@ -188,6 +188,58 @@ READ_EVENTS_SQLITE = _read_events(("?", "?", "?", "?"))
 READ_EVENTS_NAMED = _read_events((":rid", ":after", ":upper", ":limit"))
 
 
+# A response's row by id (`ResponseReads.get_response` on the driver's connection), scoped to a user or
+# not: its columns in the order of `ResponseRow`'s fields, which they fill.
+RESPONSE_COLUMNS = tuple(f.name for f in fields(ResponseRow))
+if set(RESPONSE_COLUMNS) != set(t.responses.c.keys()):
+    raise TypeError(f"responses' columns {RESPONSE_COLUMNS} are not ResponseRow's fields")
+# Where the boolean columns are: SQLite's driver returns them as integers.
+_RESPONSE_BOOLEANS = tuple(
+    i for i, name in enumerate(RESPONSE_COLUMNS) if isinstance(t.responses.c[name].type, Boolean)
+)
+_R = t.responses.c
+
+
+def response_of(row: Sequence[Any]) -> ResponseRow:
+    """A `ResponseRow` of a driver's row of `RESPONSE_COLUMNS` (booleans made booleans)."""
+    values = list(row)
+    for i in _RESPONSE_BOOLEANS:
+        values[i] = bool(values[i])
+    return ResponseRow(*values)
+
+
+def _get_response(marks: tuple[str, ...]) -> str:
+    """The response whose id is the first parameter (and whose user the second, if given)."""
+    keys = (_R.id.name, _R.user_id.name)[: len(marks)]
+    where = " AND ".join(f"{k} = {m}" for k, m in zip(keys, marks, strict=True))
+    return f"SELECT {', '.join(RESPONSE_COLUMNS)} FROM {t.responses.name} WHERE {where}"
+
+
+GET_RESPONSE_PG = _get_response(("$1",))
+GET_RESPONSE_SQLITE = _get_response(("?",))
+GET_USER_RESPONSE_PG = _get_response(("$1", "$2"))
+GET_USER_RESPONSE_SQLITE = _get_response(("?", "?"))
+
+# A response's output items in order (`ResponseReads.output_items`), `OutputItemRow`'s fields;
+# all of them, or only those kept in the output (`INCLUDED_...`). The parameter: the response id.
+OUTPUT_ITEM_COLUMNS = tuple(f.name for f in fields(OutputItemRow))
+_O = t.output_items.c
+
+
+def _output_items(mark: str, included_only: bool) -> str:
+    kept = f" AND {_O.included.name}" if included_only else ""
+    return (
+        f"SELECT {', '.join(OUTPUT_ITEM_COLUMNS)} FROM {t.output_items.name} "
+        f"WHERE {_O.response_id.name} = {mark}{kept} ORDER BY {_O.output_index.name}"
+    )
+
+
+OUTPUT_ITEMS_PG = _output_items("$1", False)
+OUTPUT_ITEMS_SQLITE = _output_items("?", False)
+INCLUDED_OUTPUT_ITEMS_PG = _output_items("$1", True)
+INCLUDED_OUTPUT_ITEMS_SQLITE = _output_items("?", True)
+
+
 # A response's end sets these columns of its row (and clears its lease).
 FINISH_COLUMNS = tuple(f.name for f in fields(Finish))
 if not set(FINISH_COLUMNS) <= set(t.responses.c.keys()):
@@ -382,55 +434,3 @@ def prune_condition(table: str, response_id: str, user_id: str, lineage: str) ->
 # several times), which SQLAlchemy's `text()` (`Checkpoints.prune_checkpoints`) and sqlite3
 # (`_sqlite_render`) both take.
 PRUNE = "DELETE FROM checkpoints WHERE " + prune_condition("checkpoints", ":b_id", ":b_user", ":b_lineage")
-
-
-# A response's row by id (`Store.get_response` on the driver's connection), scoped to a user or
-# not: its columns in the order of `ResponseRow`'s fields, which they fill.
-RESPONSE_COLUMNS = tuple(f.name for f in fields(ResponseRow))
-if set(RESPONSE_COLUMNS) != set(t.responses.c.keys()):
-    raise TypeError(f"responses' columns {RESPONSE_COLUMNS} are not ResponseRow's fields")
-# Where the boolean columns are: SQLite's driver returns them as integers.
-_RESPONSE_BOOLEANS = tuple(
-    i for i, name in enumerate(RESPONSE_COLUMNS) if isinstance(t.responses.c[name].type, Boolean)
-)
-_R = t.responses.c
-
-
-def response_of(row: Sequence[Any]) -> ResponseRow:
-    """A `ResponseRow` of a driver's row of `RESPONSE_COLUMNS` (booleans made booleans)."""
-    values = list(row)
-    for i in _RESPONSE_BOOLEANS:
-        values[i] = bool(values[i])
-    return ResponseRow(*values)
-
-
-def _get_response(marks: tuple[str, ...]) -> str:
-    """The response whose id is the first parameter (and whose user the second, if given)."""
-    keys = (_R.id.name, _R.user_id.name)[: len(marks)]
-    where = " AND ".join(f"{k} = {m}" for k, m in zip(keys, marks, strict=True))
-    return f"SELECT {', '.join(RESPONSE_COLUMNS)} FROM {t.responses.name} WHERE {where}"
-
-
-GET_RESPONSE_PG = _get_response(("$1",))
-GET_RESPONSE_SQLITE = _get_response(("?",))
-GET_USER_RESPONSE_PG = _get_response(("$1", "$2"))
-GET_USER_RESPONSE_SQLITE = _get_response(("?", "?"))
-
-# A response's output items in order (`ResponseReads.output_items`), `OutputItemRow`'s fields;
-# all of them, or only those kept in the output (`INCLUDED_...`). The parameter: the response id.
-OUTPUT_ITEM_COLUMNS = tuple(f.name for f in fields(OutputItemRow))
-_O = t.output_items.c
-
-
-def _output_items(mark: str, included_only: bool) -> str:
-    kept = f" AND {_O.included.name}" if included_only else ""
-    return (
-        f"SELECT {', '.join(OUTPUT_ITEM_COLUMNS)} FROM {t.output_items.name} "
-        f"WHERE {_O.response_id.name} = {mark}{kept} ORDER BY {_O.output_index.name}"
-    )
-
-
-OUTPUT_ITEMS_PG = _output_items("$1", False)
-OUTPUT_ITEMS_SQLITE = _output_items("?", False)
-INCLUDED_OUTPUT_ITEMS_PG = _output_items("$1", True)
-INCLUDED_OUTPUT_ITEMS_SQLITE = _output_items("?", True)
