@@ -30,11 +30,10 @@ from ..observability import metrics
 from ..observability.logs import bind_response
 from ..protocol import errors
 from ..protocol.request import CreateRequest, ListParams
-from ..protocol.response import build_response, list_body
+from ..protocol.response import list_body
 from ..store import (
     LIVE_MARK,
     TERMINAL_STATUSES,
-    OutputItemRow,
     ResponseRow,
     Store,
 )
@@ -44,6 +43,7 @@ from .apps.lanes import Lane, Lanes
 from .apps.versions import fingerprint, manifest_of
 from .delivery.answering import Reply, reply
 from .delivery.relay import Relay, ResponseStream
+from .delivery.stored_response import response_object
 from .delivery.webhooks import Webhooks
 from .faults import database_error
 from .recovery.leases import LeaseKeeper
@@ -297,32 +297,14 @@ class Host:
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
         return row
 
-    async def response_json(
-        self, row: ResponseRow, items: list[OutputItemRow] | None = None
-    ) -> dict[str, Any]:
-        """The Response object of `row`, with its output items (read now unless given)."""
-        req = CreateRequest.from_json_dict(json.loads(row.request))
-        if items is None:
-            items = await self.store.output_items(row.id)
-        output = [json.loads(o.data) for o in items]
-        return build_response(
-            req,
-            response_id=row.id,
-            status=row.status,
-            created_at=int(row.created_at),
-            completed_at=int(row.completed_at) if row.completed_at is not None else None,
-            output=output,
-            error=json.loads(row.error) if row.error else None,
-            incomplete_details=json.loads(row.incomplete_details) if row.incomplete_details else None,
-            usage=json.loads(row.usage) if row.usage else None,
-            conversation_id=row.conversation_id,
-        )
+    async def response_json(self, row: ResponseRow) -> dict[str, Any]:
+        return response_object(row, await self.store.output_items(row.id))
 
     async def get(self, user_id: str, response_id: str) -> dict[str, Any]:
         found = await self.store.response_with_output(response_id, user_id)
         if found is None:
             raise errors.not_found(f"Response with id '{response_id}' not found.", param="response_id")
-        return await self.response_json(*found)
+        return response_object(*found)
 
     async def wait(self, created: Created) -> dict[str, Any]:
         """The final Response of a foreground JSON request."""
@@ -341,7 +323,7 @@ class Host:
             found = await self.store.response_with_output(created.response_id, None)
         if found is None:
             raise errors.not_found(f"Response with id '{created.response_id}' not found.")
-        return await self.response_json(*found)
+        return response_object(*found)
 
     async def input_items(self, user_id: str, response_id: str, params: ListParams) -> dict[str, Any]:
         await self.get_row(user_id, response_id)

@@ -14,13 +14,14 @@ from .. import _tables as t
 from .._base import StoreBase, response_row
 from ..records import EventRow, InputItemRow, JournalRow, OutputItemRow, ResponseRow
 from ..write import _events, _sql
+from . import _read_sql
 
 # The largest event sequence number the column holds (a 32-bit integer): a page's upper bound.
 _SEQ_MAX = 2**31 - 1
 # A page of a response's events through SQLAlchemy (`read_events` behind a transaction pooler),
 # built once: building a select per call (argument coercions, a fresh cache key) was a fifth of
 # a page's fixed cost.
-_READ_EVENTS = text(_sql.READ_EVENTS_NAMED)
+_READ_EVENTS = text(_read_sql.READ_EVENTS_NAMED)
 
 
 class ResponseReads(StoreBase):
@@ -31,7 +32,7 @@ class ResponseReads(StoreBase):
         if self.db.driver_reads:
             # Every poll of a background response reads it: on the driver's connection.
             (found,) = await self._driver_fetches(_response_query(response_id, user_id))
-            return _sql.response_of(found[0]) if found else None
+            return _read_sql.response_of(found[0]) if found else None
         async with self._read() as conn:
             row = (await conn.execute(_response_select(response_id, user_id))).first()
         return response_row(row) if row is not None else None
@@ -56,7 +57,7 @@ class ResponseReads(StoreBase):
             found, items = await self._driver_fetches(
                 _response_query(response_id, user_id), _items_query(response_id, True)
             )
-            return (_sql.response_of(found[0]), _item_rows(items)) if found else None
+            return (_read_sql.response_of(found[0]), _item_rows(items)) if found else None
         async with self._read() as conn:
             row = (await conn.execute(_response_select(response_id, user_id))).first()
             if row is None:
@@ -176,9 +177,8 @@ class ResponseReads(StoreBase):
         rows_upper = min(upper + _events.RUN - 1, _SEQ_MAX)
         rows_limit = limit + _events.RUN
         if self.db.driver_reads:
-            rows = await self._driver_fetch(
-                _sql.READ_EVENTS_PG, _sql.READ_EVENTS_SQLITE, response_id, after_seq, rows_upper, rows_limit
-            )
+            pg, lite = _read_sql.READ_EVENTS_PG, _read_sql.READ_EVENTS_SQLITE
+            rows = await self._driver_fetch(pg, lite, response_id, after_seq, rows_upper, rows_limit)
             return _events.decode(rows, after_seq, upper)
         args = {"rid": response_id, "after": after_seq, "upper": rows_upper, "limit": rows_limit}
         async with self._read() as conn:
@@ -202,15 +202,15 @@ class ResponseReads(StoreBase):
 def _response_query(response_id: str, user_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
     """A response's row on the drivers' connections (`StoreBase._driver_fetches`)."""
     if user_id is None:
-        return _sql.GET_RESPONSE_PG, _sql.GET_RESPONSE_SQLITE, (response_id,)
-    return _sql.GET_USER_RESPONSE_PG, _sql.GET_USER_RESPONSE_SQLITE, (response_id, user_id)
+        return _read_sql.GET_RESPONSE_PG, _read_sql.GET_RESPONSE_SQLITE, (response_id,)
+    return _read_sql.GET_USER_RESPONSE_PG, _read_sql.GET_USER_RESPONSE_SQLITE, (response_id, user_id)
 
 
 def _items_query(response_id: str, included_only: bool) -> tuple[str, str, tuple[Any, ...]]:
     """A response's output items on the drivers' connections, in order."""
     if included_only:
-        return _sql.INCLUDED_OUTPUT_ITEMS_PG, _sql.INCLUDED_OUTPUT_ITEMS_SQLITE, (response_id,)
-    return _sql.OUTPUT_ITEMS_PG, _sql.OUTPUT_ITEMS_SQLITE, (response_id,)
+        return _read_sql.INCLUDED_OUTPUT_ITEMS_PG, _read_sql.INCLUDED_OUTPUT_ITEMS_SQLITE, (response_id,)
+    return _read_sql.OUTPUT_ITEMS_PG, _read_sql.OUTPUT_ITEMS_SQLITE, (response_id,)
 
 
 def _item_rows(found: list[Any]) -> list[OutputItemRow]:
