@@ -8,9 +8,10 @@ never as a driver's exception; anything else (a lost lease, a constraint) passes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NamedTuple
 
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..observability import metrics
@@ -18,6 +19,26 @@ from .db._engine import SQLITE, Database, outside_transaction
 from .errors import classify
 from .ops.health import Op
 from .records import CheckpointRow, ResponseRow
+
+
+class Query(NamedTuple):
+    """One read's statement in each form `StoreBase._fetch` runs: asyncpg's (`$1`...), sqlite3's
+    (`?`) and SQLAlchemy's (`:p1`..., built once: building a statement per call was a fifth of
+    a page's fixed cost)."""
+
+    pg: str
+    sqlite: str
+    named: TextClause
+
+    @classmethod
+    def of(cls, statement: Callable[[tuple[str, ...]], str], params: int) -> Query:
+        """The three forms of `statement(marks)`, a statement of `params` parameters."""
+        numbers = range(1, params + 1)
+        return cls(
+            statement(tuple(f"${i}" for i in numbers)),
+            statement(("?",) * params),
+            text(statement(tuple(f":p{i}" for i in numbers))),
+        )
 
 
 def response_row(row: Any) -> ResponseRow:
@@ -52,24 +73,26 @@ class StoreBase:
             raise unavailable from exc
         self.db.health.succeeded(Op.READ)
 
-    async def _driver_fetch(self, pg_query: str, sqlite_query: str, *args: Any) -> list[Any]:
-        """A query on a reader connection's own driver connection (asyncpg: `pg_query`, `$n`
-        parameters; aiosqlite: `sqlite_query`, `?`), outside a transaction: its rows as the
-        driver makes them. Only where `Database.driver_reads`. For a page of 2,000 events
-        SQLAlchemy's statement and result handling cost 2-4x the driver's own (server CPU,
-        measured: PostgreSQL 1.86 vs 0.43 us per row and 365 vs 52 us per page)."""
-        return (await self._driver_fetches((pg_query, sqlite_query, args)))[0]
+    async def _fetch(self, *queries: tuple[Query, tuple[Any, ...]]) -> list[list[Any]]:
+        """The rows of each of `queries` (a statement, its arguments), one after another on one
+        reader connection: one checkout (on PostgreSQL, one ping) for all.
 
-    async def _driver_fetches(self, *queries: tuple[str, str, tuple[Any, ...]]) -> list[list[Any]]:
-        """`_driver_fetch` of each of `queries` (PostgreSQL's, SQLite's, the arguments), one
-        after another on one reader connection: one checkout (on PostgreSQL, one ping) for all."""
-        assert self.db.driver_reads
+        Where `Database.driver_reads`, on the connection's own driver, outside a transaction,
+        the rows as the driver makes them (SQLite's booleans are integers): for a page of 2,000
+        events SQLAlchemy's statement and result handling cost 2-4x the driver's own (server
+        CPU, measured: PostgreSQL 1.86 vs 0.43 us per row and 365 vs 52 us per page). Otherwise
+        (behind a transaction pooler) through SQLAlchemy, in the transaction it keeps."""
         async with self._read() as conn:
+            if not self.db.driver_reads:
+                return [
+                    list((await conn.execute(q.named, {f"p{i}": v for i, v in enumerate(args, 1)})).all())
+                    for q, args in queries
+                ]
             driver = (await conn.get_raw_connection()).driver_connection
             assert driver is not None
             if self.dialect == SQLITE:
-                return [list(await driver.execute_fetchall(q, args)) for _, q, args in queries]
-            return [list(await driver.fetch(q, *args)) for q, _, args in queries]
+                return [list(await driver.execute_fetchall(q.sqlite, args)) for q, args in queries]
+            return [list(await driver.fetch(q.pg, *args)) for q, args in queries]
 
     @contextlib.asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:

@@ -33,7 +33,7 @@ def _scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _scans(child)
 
 
-# Directly, the read goes through the driver itself (`_read_sql.READ_EVENTS_PG`); behind a
+# Directly, the read goes through the driver itself (`_read_sql.READ_EVENTS.pg`); behind a
 # transaction pooler, through SQLAlchemy's statement.
 @pytest.mark.parametrize("query", ["", "?prepared_statements=false"], ids=["driver", "sqlalchemy"])
 async def test_a_page_of_a_long_response_reads_only_its_own_rows_under_a_custom_plan(

@@ -134,7 +134,7 @@ class Database:
     @property
     def driver_reads(self) -> bool:
         """Whether a single-statement read may bypass SQLAlchemy for the driver's own
-        connection (`StoreBase._driver_fetch`): on SQLite (a lone SELECT is its own
+        connection (`StoreBase._fetch`): on SQLite (a lone SELECT is its own
         transaction), and on PostgreSQL where reads run outside a transaction (a transaction
         pooler's client needs BEGIN and ROLLBACK around it, which SQLAlchemy issues)."""
         return self.dialect == SQLITE or self.reads_outside_transactions

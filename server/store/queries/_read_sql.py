@@ -1,11 +1,12 @@
-"""Statement text of the store's reads on the drivers' own connections (`Database.driver_reads`),
-and for SQLAlchemy where a read needs its transaction, generated from the table metadata like
-the writers' (`write/_sql`): nothing lists a column or numbers a parameter by hand, and a
-column without its record field (or the reverse) fails at import.
+"""The store's reads' statements (`Query`: one text per driver, and SQLAlchemy's for reads behind
+a transaction pooler), generated from the table metadata like the writers' (`write/_sql`):
+nothing lists a column or numbers a parameter by hand, and a column without its record field
+(or the reverse) fails at import.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from sqlalchemy import Boolean
 
 from .. import _tables as t
+from .._base import Query
 from ..records import OutputItemRow, ResponseRow, StoredEvents
 from ..write import _sql
 
@@ -23,7 +25,7 @@ if _sql.EVENTS.value_columns != StoredEvents._fields:
 _E = t.events.c
 
 
-def _read_events(marks: tuple[str, str, str, str]) -> str:
+def _read_events(marks: tuple[str, ...]) -> str:
     return (
         f"SELECT {', '.join(_sql.EVENTS.value_columns)} FROM {t.events.name} "
         f"WHERE {_E.response_id.name} = {marks[0]} AND {_E.seq.name} > {marks[1]} "
@@ -33,15 +35,11 @@ def _read_events(marks: tuple[str, str, str, str]) -> str:
 
 # The rows of a page of a response's events (`Store.read_events`): the parameters are
 # (response id, after, the last row's bound, limit), each row a `StoredEvents`' fields in
-# order (`_events.decode` makes the events). For each driver, and for SQLAlchemy (named: behind
-# a transaction pooler, which needs the transaction SQLAlchemy keeps).
-READ_EVENTS_PG = _read_events(("$1", "$2", "$3", "$4"))
-READ_EVENTS_SQLITE = _read_events(("?", "?", "?", "?"))
-READ_EVENTS_NAMED = _read_events((":rid", ":after", ":upper", ":limit"))
+# order (`_events.decode` makes the events).
+READ_EVENTS = Query.of(_read_events, 4)
 
-
-# A response's row by id (`ResponseReads.get_response` on the driver's connection), scoped to a user or
-# not: its columns in the order of `ResponseRow`'s fields, which they fill.
+# A response's row by id (`ResponseReads.get_response`), scoped to a user or not: its columns in
+# the order of `ResponseRow`'s fields, which they fill.
 RESPONSE_COLUMNS = tuple(f.name for f in fields(ResponseRow))
 if set(RESPONSE_COLUMNS) != set(t.responses.c.keys()):
     raise TypeError(f"responses' columns {RESPONSE_COLUMNS} are not ResponseRow's fields")
@@ -53,7 +51,7 @@ _R = t.responses.c
 
 
 def response_of(row: Sequence[Any]) -> ResponseRow:
-    """A `ResponseRow` of a driver's row of `RESPONSE_COLUMNS` (booleans made booleans)."""
+    """The `ResponseRow` of a row of `RESPONSE_COLUMNS` (booleans made booleans)."""
     values = list(row)
     for i in _RESPONSE_BOOLEANS:
         values[i] = bool(values[i])
@@ -67,26 +65,28 @@ def _get_response(marks: tuple[str, ...]) -> str:
     return f"SELECT {', '.join(RESPONSE_COLUMNS)} FROM {t.responses.name} WHERE {where}"
 
 
-GET_RESPONSE_PG = _get_response(("$1",))
-GET_RESPONSE_SQLITE = _get_response(("?",))
-GET_USER_RESPONSE_PG = _get_response(("$1", "$2"))
-GET_USER_RESPONSE_SQLITE = _get_response(("?", "?"))
+GET_RESPONSE = Query.of(_get_response, 1)
+GET_USER_RESPONSE = Query.of(_get_response, 2)
 
 # A response's output items in order (`ResponseReads.output_items`), `OutputItemRow`'s fields;
-# all of them, or only those kept in the output (`INCLUDED_...`). The parameter: the response id.
+# all of them, or only those kept in the output (`INCLUDED_OUTPUT_ITEMS`). The parameter: the
+# response id.
 OUTPUT_ITEM_COLUMNS = tuple(f.name for f in fields(OutputItemRow))
 _O = t.output_items.c
 
 
-def _output_items(mark: str, included_only: bool) -> str:
+def _output_items(marks: tuple[str, ...], *, included_only: bool) -> str:
     kept = f" AND {_O.included.name}" if included_only else ""
     return (
         f"SELECT {', '.join(OUTPUT_ITEM_COLUMNS)} FROM {t.output_items.name} "
-        f"WHERE {_O.response_id.name} = {mark}{kept} ORDER BY {_O.output_index.name}"
+        f"WHERE {_O.response_id.name} = {marks[0]}{kept} ORDER BY {_O.output_index.name}"
     )
 
 
-OUTPUT_ITEMS_PG = _output_items("$1", False)
-OUTPUT_ITEMS_SQLITE = _output_items("?", False)
-INCLUDED_OUTPUT_ITEMS_PG = _output_items("$1", True)
-INCLUDED_OUTPUT_ITEMS_SQLITE = _output_items("?", True)
+OUTPUT_ITEMS = Query.of(functools.partial(_output_items, included_only=False), 1)
+INCLUDED_OUTPUT_ITEMS = Query.of(functools.partial(_output_items, included_only=True), 1)
+
+
+def item_rows(found: Sequence[Sequence[Any]]) -> list[OutputItemRow]:
+    """The `OutputItemRow`s of rows of `OUTPUT_ITEM_COLUMNS` (`included` made a boolean)."""
+    return [OutputItemRow(i, item, status, bool(kept), data) for i, item, status, kept, data in found]

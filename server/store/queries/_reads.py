@@ -8,20 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, func, literal, select, text, union_all
+from sqlalchemy import and_, func, literal, select, union_all
 
 from .. import _tables as t
-from .._base import StoreBase, response_row
+from .._base import Query, StoreBase
 from ..records import EventRow, InputItemRow, JournalRow, OutputItemRow, ResponseRow
 from ..write import _events, _sql
 from . import _read_sql
 
 # The largest event sequence number the column holds (a 32-bit integer): a page's upper bound.
 _SEQ_MAX = 2**31 - 1
-# A page of a response's events through SQLAlchemy (`read_events` behind a transaction pooler),
-# built once: building a select per call (argument coercions, a fresh cache key) was a fifth of
-# a page's fixed cost.
-_READ_EVENTS = text(_read_sql.READ_EVENTS_NAMED)
 
 
 class ResponseReads(StoreBase):
@@ -29,21 +25,13 @@ class ResponseReads(StoreBase):
 
     async def get_response(self, response_id: str, user_id: str | None) -> ResponseRow | None:
         """`user_id=None` is the runtime's own unscoped read (recovery); HTTP always scopes."""
-        if self.db.driver_reads:
-            # Every poll of a background response reads it: on the driver's connection.
-            (found,) = await self._driver_fetches(_response_query(response_id, user_id))
-            return _read_sql.response_of(found[0]) if found else None
-        async with self._read() as conn:
-            row = (await conn.execute(_response_select(response_id, user_id))).first()
-        return response_row(row) if row is not None else None
+        (found,) = await self._fetch(_response_query(response_id, user_id))
+        return _read_sql.response_of(found[0]) if found else None
 
     async def output_items(self, response_id: str, *, included_only: bool = True) -> list[OutputItemRow]:
-        if self.db.driver_reads:
-            (found,) = await self._driver_fetches(_items_query(response_id, included_only))
-            return _item_rows(found)
-        async with self._read() as conn:
-            rows = (await conn.execute(_items_select(response_id, included_only))).all()
-        return [OutputItemRow(*r) for r in rows]
+        kind = _read_sql.INCLUDED_OUTPUT_ITEMS if included_only else _read_sql.OUTPUT_ITEMS
+        (found,) = await self._fetch((kind, (response_id,)))
+        return _read_sql.item_rows(found)
 
     async def response_with_output(
         self, response_id: str, user_id: str | None
@@ -53,17 +41,10 @@ class ResponseReads(StoreBase):
         one ping, for both. Two statements, as two calls would be: a write commits a response's
         items with (or before) the state that shows them, so the items read after the row are
         at least the row's, at most newer ones."""
-        if self.db.driver_reads:
-            found, items = await self._driver_fetches(
-                _response_query(response_id, user_id), _items_query(response_id, True)
-            )
-            return (_read_sql.response_of(found[0]), _item_rows(items)) if found else None
-        async with self._read() as conn:
-            row = (await conn.execute(_response_select(response_id, user_id))).first()
-            if row is None:
-                return None
-            rows = (await conn.execute(_items_select(response_id, True))).all()
-        return response_row(row), [OutputItemRow(*r) for r in rows]
+        found, items = await self._fetch(
+            _response_query(response_id, user_id), (_read_sql.INCLUDED_OUTPUT_ITEMS, (response_id,))
+        )
+        return (_read_sql.response_of(found[0]), _read_sql.item_rows(items)) if found else None
 
     async def journal(self, response_id: str) -> list[JournalRow]:
         """The response's journal records, oldest first (a newer record of the same place
@@ -176,14 +157,8 @@ class ResponseReads(StoreBase):
         # hold the page end at most `RUN - 1` past it.
         rows_upper = min(upper + _events.RUN - 1, _SEQ_MAX)
         rows_limit = limit + _events.RUN
-        if self.db.driver_reads:
-            pg, lite = _read_sql.READ_EVENTS_PG, _read_sql.READ_EVENTS_SQLITE
-            rows = await self._driver_fetch(pg, lite, response_id, after_seq, rows_upper, rows_limit)
-            return _events.decode(rows, after_seq, upper)
-        args = {"rid": response_id, "after": after_seq, "upper": rows_upper, "limit": rows_limit}
-        async with self._read() as conn:
-            found = (await conn.execute(_READ_EVENTS, args)).all()
-        return _events.decode(found, after_seq, upper)
+        (rows,) = await self._fetch((_read_sql.READ_EVENTS, (response_id, after_seq, rows_upper, rows_limit)))
+        return _events.decode(rows, after_seq, upper)
 
     async def max_event_seq(self, response_id: str) -> int:
         q = select(func.max(t.events.c.seq)).where(t.events.c.response_id == response_id)
@@ -199,33 +174,7 @@ class ResponseReads(StoreBase):
         return -1 if v is None else int(v)
 
 
-def _response_query(response_id: str, user_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
-    """A response's row on the drivers' connections (`StoreBase._driver_fetches`)."""
+def _response_query(response_id: str, user_id: str | None) -> tuple[Query, tuple[Any, ...]]:
     if user_id is None:
-        return _read_sql.GET_RESPONSE_PG, _read_sql.GET_RESPONSE_SQLITE, (response_id,)
-    return _read_sql.GET_USER_RESPONSE_PG, _read_sql.GET_USER_RESPONSE_SQLITE, (response_id, user_id)
-
-
-def _items_query(response_id: str, included_only: bool) -> tuple[str, str, tuple[Any, ...]]:
-    """A response's output items on the drivers' connections, in order."""
-    if included_only:
-        return _read_sql.INCLUDED_OUTPUT_ITEMS_PG, _read_sql.INCLUDED_OUTPUT_ITEMS_SQLITE, (response_id,)
-    return _read_sql.OUTPUT_ITEMS_PG, _read_sql.OUTPUT_ITEMS_SQLITE, (response_id,)
-
-
-def _item_rows(found: list[Any]) -> list[OutputItemRow]:
-    # (SQLite's driver returns `included` as an integer.)
-    return [OutputItemRow(i, item, status, bool(kept), data) for i, item, status, kept, data in found]
-
-
-def _response_select(response_id: str, user_id: str | None) -> Select[Any]:
-    q = select(t.responses).where(t.responses.c.id == response_id)
-    return q if user_id is None else q.where(t.responses.c.user_id == user_id)
-
-
-def _items_select(response_id: str, included_only: bool) -> Select[Any]:
-    o = t.output_items.c
-    q = select(o.output_index, o.item_id, o.status, o.included, o.data).where(o.response_id == response_id)
-    if included_only:
-        q = q.where(o.included.is_(True))
-    return q.order_by(o.output_index)
+        return _read_sql.GET_RESPONSE, (response_id,)
+    return _read_sql.GET_USER_RESPONSE, (response_id, user_id)
