@@ -33,3 +33,15 @@ def test_frame_refuses_newlines() -> None:
 def test_comment() -> None:
     assert sse.comment() == b": keep-alive\n\n"
     assert sse.comment("hi") == b": hi\n\n"
+
+
+def test_frames_are_each_frame_in_order() -> None:
+    events = [(3, "response.created", sse.dumps({"a": "x\ny"})), (4, "response.output_text.delta", "{}")]
+    assert sse.frames(events) == b"".join(sse.frame(t, seq, d) for seq, t, d in events)
+    assert sse.frames([]) == b""
+
+
+@pytest.mark.parametrize(("type_", "data"), [("x", '{"a":\n1}'), ("x\n", "{}"), ("x", '{"a":"\r"}')])
+def test_frames_refuse_newlines(type_: str, data: str) -> None:
+    with pytest.raises(ValueError):
+        sse.frames([(1, "ok", "{}"), (2, type_, data)])

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TypeVar
 
 from ...protocol import events as ev
-from ...protocol.sse import LastFrames, frame
+from ...protocol.sse import LastFrames, frames
 from ...store import TERMINAL_STATUSES, EventRow, Store, Subscription
 from ..faults import database_error
 from ..run.memory import MemorySink
@@ -40,7 +40,7 @@ REMOTE_SAFETY_NET = 5.0
 
 
 def _frames(rows: list[EventRow]) -> bytes:
-    data = b"".join(frame(r.type, r.seq, r.data) for r in rows)
+    data = frames(rows)
     # The terminal event's batch is the stream's last chunk: the body ends with it.
     return LastFrames(data) if rows[-1].type in ev.TERMINAL_EVENT_TYPES else data
 
