@@ -192,6 +192,15 @@ class Store(Leases, Checkpoints, RequestsAndConversations, ResponseReads, Resume
         """The oid of the database this process's liveness lock is held in (None: no lock yet)."""
         return self._liveness.database if self._liveness is not None else None
 
+    async def live_members(self, database: int) -> list[int]:
+        """The live members' lock keys in `database`: read on this process's own lock connection
+        while it holds its lock there (one round trip), otherwise through the pool."""
+        if self._liveness is not None:
+            members = await self._liveness.members(database)
+            if members is not None:
+                return members
+        return await super().live_members(database)
+
     async def close_liveness(self) -> None:
         if self._liveness is not None:
             await self._liveness.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from sqlalchemy import event as sa_event
+
 from durable_responses.store import LIVE_MARK, Store, Write
 
 from .conftest import LEASE_SECONDS, StoreFactory
@@ -84,4 +86,34 @@ async def test_a_dead_owner_is_known_by_its_liveness_lock(store_factory: StoreFa
         assert await c.dead_owned(c_owner, members) == []
     finally:
         for s in (a, b, c):
+            await s.close()
+
+
+async def test_live_members_are_read_on_the_lock_connection(store_factory: StoreFactory, db_url: str) -> None:
+    """Recovery asks for the members every LIVENESS_POLL: while a process holds its lock, the
+    read goes over that lock's own connection (no pool checkout), with the pool's answer; once
+    the lock's connection is gone, through the pool again."""
+    seed = await store_factory()
+    if seed.dialect != "postgresql":
+        return  # no liveness lock on SQLite (see above)
+    owners = [f"host:{n}{LIVE_MARK}{n:08x}" for n in (4, 5)]
+    a, b = [await _started(db_url, o) for o in owners]
+    try:
+        database = a.liveness_database
+        assert database is not None
+        checkouts: list[object] = []
+        pool = a.db.reader.sync_engine.pool
+        listener = lambda *_args: checkouts.append(1)  # noqa: E731
+        sa_event.listen(pool, "checkout", listener)
+        try:
+            members = await a.live_members(database)
+            assert checkouts == []
+            assert sorted(members) == sorted(s.liveness_key for s in (a, b))  # type: ignore[type-var]
+            await a.close_liveness()  # the lock and its connection are gone
+            assert await a.live_members(database) == [b.liveness_key]
+            assert checkouts, "without its lock connection the read goes through the pool"
+        finally:
+            sa_event.remove(pool, "checkout", listener)
+    finally:
+        for s in (a, b):
             await s.close()

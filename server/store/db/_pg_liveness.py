@@ -45,13 +45,21 @@ SETTLE_SECONDS = 1.5
 # holds its lock again before any of them judges the others.
 _RETRY = (0.2, 1.0)
 
+
 # The live members: the liveness locks held in one database (the one the locks are taken in: the
 # LISTEN URL's, the same database as the main URL's), their second key as pg_locks shows it (the
 # unsigned oid, as bigint). One scan of the lock table, whatever the number of responses.
-MEMBERS_SQL = (
-    f"SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = {LOCK_CLASS}::oid"
-    " AND objsubid = 2 AND granted AND database = CAST(:db AS bigint)::oid ORDER BY objid"
-)
+def _members_sql(db: str) -> str:
+    return (
+        f"SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = {LOCK_CLASS}::oid"
+        f" AND objsubid = 2 AND granted AND database = CAST({db} AS bigint)::oid ORDER BY objid"
+    )
+
+
+MEMBERS_SQL = _members_sql(":db")  # through the pool (SQLAlchemy)
+_MEMBERS_PG = _members_sql("$1")  # on the lock's own connection (asyncpg)
+# How long a read on the lock's own connection may take (as its keep-alive query's).
+_QUERY_TIMEOUT = 10.0
 
 
 def key_sql(owner_expr: str) -> str:
@@ -72,12 +80,31 @@ class Liveness:
         self.database: int | None = None  # the oid of the database the lock is held in
         self.impossible = False
         self._ready = asyncio.Event()
+        self._conn: Any = None  # the connection that holds the lock, while it does
+        self._members: Any = None  # `_MEMBERS_PG` prepared on it (a session of its own: it stays)
+        self._using = asyncio.Lock()  # one query at a time on it
 
     @property
     def judging(self) -> bool:
         """Whether this process may judge others by their locks now."""
         since = self._held_since
         return since is not None and time.monotonic() >= since
+
+    async def members(self, database: int) -> list[int] | None:
+        """The live members' lock keys in `database` (`MEMBERS_SQL`), read on the connection
+        that holds this process's lock; None while it holds none there (the caller reads
+        through the pool). Recovery asks every few hundred milliseconds: a read here is one round
+        trip, where a pooled one is a checkout, a ping and SQLAlchemy's handling of the
+        statement (an idle PostgreSQL server spent most of its CPU on these)."""
+        conn, statement = self._conn, self._members
+        if conn is None or statement is None or self._held_since is None or conn.is_closed():
+            return None
+        try:
+            async with self._using:
+                rows = await statement.fetch(database, timeout=_QUERY_TIMEOUT)
+        except Exception:
+            return None  # lost meanwhile (its listener notices): the pool's read says why
+        return [int(r[0]) for r in rows]
 
     async def start(self, wait: float = 3.0) -> None:
         """Start holding the lock; waits (up to `wait` seconds) for the first take, so a
@@ -123,14 +150,17 @@ class Liveness:
                 self._held_since = time.monotonic() + (0.0 if self._first else SETTLE_SECONDS)
                 if not self._first:
                     log.warning("liveness lock taken again on %s", self._connector.where)
+                self._members = await conn.prepare(_MEMBERS_PG)
                 self._first, reported, delay = False, False, _RETRY[0]
+                self._conn = conn
                 self._ready.set()
                 while not lost.is_set():
                     # A query now and then: a connection idle for long is what proxies drop.
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(lost.wait(), 30)
                     if not lost.is_set():
-                        await conn.fetchval("SELECT 1", timeout=10)
+                        async with self._using:
+                            await conn.fetchval("SELECT 1", timeout=_QUERY_TIMEOUT)
                 raise ConnectionError("the liveness connection was lost")
             except asyncio.CancelledError:
                 raise
@@ -149,6 +179,7 @@ class Liveness:
                     )
                     reported = True
             finally:
+                self._conn = self._members = None
                 if conn is not None:
                     with contextlib.suppress(Exception):
                         await conn.close(timeout=2)
