@@ -367,3 +367,21 @@ async def test_the_sqlite_writer_counts_the_rows_it_writes_not_the_events(store:
         await writer.close()
     assert await count(store, t.events, response_id="resp_1") == 1 + 3
     assert await count(store, t.output_items, response_id="resp_1") == 1
+
+
+async def test_an_awaited_write_cuts_the_window_short(store_factory: StoreFactory) -> None:
+    """Live events wait the group-commit window for company; a write someone awaits (an end, a
+    creation, an urgent one) ends the wait at once and commits with them, in one transaction."""
+    store = await store_factory(commit_window=30.0)
+    for rid in ("resp_1", "resp_2"):
+        await store.insert_response(owned(rid, "p1"), [], [event(0, "response.created")])
+    before = store.stats.commits
+    live = store.submit(Write("resp_1", "p1", events=[event(1)]))
+    await asyncio.sleep(0.05)
+    assert not live.done()  # waiting for company: the window is 30 s
+    started = time.monotonic()
+    await store.submit(Write("resp_2", "p1", events=[event(1)], urgent=True))
+    assert time.monotonic() - started < 5
+    await live
+    assert store.stats.commits == before + 1
+    assert [e.seq for e in await store.read_events("resp_1", -1)] == [0, 1]

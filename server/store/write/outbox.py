@@ -48,6 +48,7 @@ from ._in_doubt import committed_anyway
 from ._pg_writer import PgWriter
 from ._sequences import Sequences
 from ._sqlite_writer import SqliteWriter
+from ._window import Window
 from ._writer import Fenced, WriteKind, Writer
 
 log = logging.getLogger("durable_responses.outbox")
@@ -69,13 +70,12 @@ class Outbox:
     ) -> None:
         self._db = db
         self._notifier = notifier
-        self._window = commit_window
+        self._window = Window(commit_window)
         self._max_batch = max_batch
         self._lease_seconds = lease_seconds
         self._queue: asyncio.Queue[Write] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._writer = writer if writer is not None else _writer_for(db, lease_seconds)
-        self._urgent = asyncio.Event()
         # Held while a batch commits: by the writer task, or by `commit_now` when it finds the
         # outbox idle (writes still commit one batch at a time, in submission order).
         self._busy = asyncio.Lock()
@@ -94,9 +94,10 @@ class Outbox:
 
     async def flush(self) -> None:
         """Wait until every write submitted before this call has committed or failed (an empty
-        write behind them: the outbox commits in submission order; a closed one fails it)."""
+        write behind them: the outbox commits in submission order; a closed one fails it). It is
+        awaited (`urgent`): the window of the writes before it ends at once."""
         with contextlib.suppress(Exception):
-            await self.submit(Write(response_id="", owner=None))
+            await self.submit(Write(response_id="", owner=None, urgent=True))
 
     async def close(self) -> None:
         """Commit what is queued, then stop."""
@@ -160,7 +161,7 @@ class Outbox:
         self._queue.put_nowait(write)
         self._queued += 1
         if _awaited(write):
-            self._urgent.set()
+            self._window.cut()
 
     def _take(self, batch: list[Write], write: Write) -> None:
         """Add a dequeued write to `batch`, unless an earlier write of its response failed.
@@ -197,11 +198,9 @@ class Outbox:
             # are awaited by their request and run, and so is a write marked urgent; live events
             # and checkpoints are not (a run goes on while its checkpoint commits: `pairing`),
             # and gain from sharing a transaction: consecutive supersteps commit together.
-            if len(batch) < self._max_batch and self._window > 0 and not any(map(_awaited, batch)):
-                self._urgent.clear()
-                with contextlib.suppress(TimeoutError):
-                    # Cut the window short when an awaited write comes in.
-                    await asyncio.wait_for(self._urgent.wait(), self._window)
+            # (The window is cut short when an awaited write comes in: `_put`.)
+            if len(batch) < self._max_batch and self._window.seconds > 0 and not any(map(_awaited, batch)):
+                await self._window.wait()
                 self._drain(batch)
             if batch:
                 async with self._busy:
