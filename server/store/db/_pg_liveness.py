@@ -49,15 +49,15 @@ _RETRY = (0.2, 1.0)
 # The live members: the liveness locks held in one database (the one the locks are taken in: the
 # LISTEN URL's, the same database as the main URL's), their second key as pg_locks shows it (the
 # unsigned oid, as bigint). One scan of the lock table, whatever the number of responses.
-def _members_sql(db: str) -> str:
+def members_sql(db: str) -> str:
+    """The statement, `db` the mark of its one parameter (the database's oid)."""
     return (
         f"SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = {LOCK_CLASS}::oid"
         f" AND objsubid = 2 AND granted AND database = CAST({db} AS bigint)::oid ORDER BY objid"
     )
 
 
-MEMBERS_SQL = _members_sql(":db")  # through the pool (SQLAlchemy)
-_MEMBERS_PG = _members_sql("$1")  # on the lock's own connection (asyncpg)
+_MEMBERS_PG = members_sql("$1")  # on the lock's own connection (asyncpg)
 # How long a read on the lock's own connection may take (as its keep-alive query's).
 _QUERY_TIMEOUT = 10.0
 
@@ -91,7 +91,7 @@ class Liveness:
         return since is not None and time.monotonic() >= since
 
     async def members(self, database: int) -> list[int] | None:
-        """The live members' lock keys in `database` (`MEMBERS_SQL`), read on the connection
+        """The live members' lock keys in `database` (`members_sql`), read on the connection
         that holds this process's lock; None while it holds none there (the caller reads
         through the pool). Recovery asks every few hundred milliseconds: a read here is one round
         trip, where a pooled one is a checkout, a ping and SQLAlchemy's handling of the

@@ -12,9 +12,9 @@ from collections.abc import Collection, Sequence
 from sqlalchemy import ColumnElement, and_, case, func, or_, select, text, update
 
 from .. import _tables as t
-from .._base import StoreBase, response_row
+from .._base import Query, StoreBase, response_row
 from ..db._engine import POSTGRESQL
-from ..db._pg_liveness import LIVE_MARK, MEMBERS_SQL, key_sql
+from ..db._pg_liveness import LIVE_MARK, key_sql, members_sql
 from ..errors import lost_to_concurrency
 from ..records import (
     ACTIVE_STATUSES,
@@ -22,6 +22,8 @@ from ..records import (
     Runnable,
 )
 
+# The live members through the pool (`live_members`): the statement the lock's own connection runs.
+_MEMBERS = Query.of(lambda marks: members_sql(marks[0]), 1)
 # Tries of a lease renewal that PostgreSQL aborted for a concurrent transaction.
 _RENEW_ATTEMPTS = 3
 # A lease released on a graceful shutdown (a hand-off, not a crash: no recovery counted); a
@@ -130,9 +132,8 @@ class Leases(StoreBase):
 
     async def live_members(self, database: int) -> list[int]:
         """PostgreSQL: the keys of the liveness locks held in `database` (an oid), in order."""
-        async with self._read() as conn:
-            rows = (await conn.execute(text(MEMBERS_SQL), {"db": database})).scalars().all()
-        return [int(m) for m in rows]
+        (rows,) = await self._fetch((_MEMBERS, (database,)))
+        return [int(r[0]) for r in rows]
 
     async def dead_owned(self, owner: str, members: Sequence[int]) -> list[tuple[str, str]]:
         """PostgreSQL: (id, owner) of the active responses whose owner carries the liveness mark
