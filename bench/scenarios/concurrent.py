@@ -32,7 +32,7 @@ async def _concurrent(session: Session, sizes: Sizes) -> dict[str, Any]:
         await warm(d, sizes.concurrent_input)
     finally:
         await d.aclose()
-    driver = session.driver()  # `many` opens its own connections each round
+    driver = session.driver(measure_cpu=True)  # `many` opens its own connections each round
     rounds = [await driver.many(n, sizes.concurrent_input) for _ in range(sizes.concurrent_reps)]
     runs = [r for many in rounds for r in many.runs]
     good = sorted(r.total_ms for r in runs if r.ok)
@@ -46,6 +46,9 @@ async def _concurrent(session: Session, sizes: Sizes) -> dict[str, Any]:
         "first_event_p50_ms": median([r.first_event_ms for r in runs if r.ok]),
         "wall_s": median([many.wall_s for many in rounds]),
         "client_cpu_s": median([many.client_cpu_s for many in rounds]),
+        # The server's CPU (its processes and database backends) per response over a round, beside
+        # the round's wall time per response: whether a round waits or computes.
+        "server_cpu_ms_per_response": median([many.server_cpu_s * 1000 / n for many in rounds]),
         "errors": len(bad),
         "error_detail": sorted({(r.error or r.terminal)[:160] for r in bad})[:3],
     }
