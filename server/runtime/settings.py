@@ -23,6 +23,12 @@ class Delivery(StrEnum):
     LIVE = "live"  # group-committed within milliseconds, relayed at once
     DURABLE = "durable"  # visible only once the superstep's checkpoint commits
 
+    def of_response(self, *, stream: bool, background: bool) -> Delivery:
+        """The delivery of one response under this setting: a foreground request that does not
+        stream waits for its whole response, which nobody reads live, so it is delivered
+        durable (fewer commits to wait for: no first output committed alone, no commit lag)."""
+        return self if stream or background else Delivery.DURABLE
+
 
 class DoubleTexting(StrEnum):
     """What a new turn does while the turn it follows still runs (see `turns`)."""
@@ -70,7 +76,8 @@ class RuntimeSettings(EnvSection):
         Delivery.LIVE,
         "DURABLE_RESPONSES_DELIVERY",
         "`live` (stream tokens at once; an item is closed `completed` only with the checkpoint after "
-        "it) or `durable` (a superstep's events are visible only once its checkpoint commits).",
+        "it) or `durable` (a superstep's events are visible only once its checkpoint commits). A "
+        "request that neither streams nor runs in the background is delivered `durable` either way.",
     )
     server_tools: ServerTools = env_field(
         ServerTools.MCP_CALL,

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.inprocess import InProcessServer
 from tests.support.sse import TERMINAL_EVENT_TYPES, iter_frames
@@ -137,3 +138,33 @@ def test_last_output_reaches_the_client_before_the_framework_s_end_of_stream_wor
     assert seen["last"] < FINAL_RESPONSE_BUILT[0], (
         f"last output seen {seen['last'] - FINAL_RESPONSE_BUILT[0]:+.3f} s from the final response being built"
     )
+
+
+def _superstep_writes(base: str) -> float:
+    text = httpx.get(f"{base}/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "durable_responses_store_writes_total" and s.labels.get("kind") == "superstep":
+                return s.value
+    return 0.0
+
+
+def test_a_json_post_is_delivered_durable_with_fewer_writes_than_a_stream(shared_servers: Any) -> None:
+    """Under live delivery a request that neither streams nor runs in the background is delivered
+    durable: nobody reads it live, so its run commits with its checkpoints only (no first output
+    committed alone); the client gets the same output."""
+    srv: InProcessServer = shared_servers("tests.apps.workflows:burst_then_marker")
+    base, body = srv.base_url, {"model": "m", "input": "3"}
+    before = _superstep_writes(base)
+    r = httpx.post(f"{base}/v1/responses", json=body, timeout=30)
+    assert r.status_code == 200 and r.json()["status"] == "completed"
+    json_writes = _superstep_writes(base) - before
+    texts = [c["text"] for item in r.json()["output"] for c in item["content"]]
+    before = _superstep_writes(base)
+    _first, deltas = _stream_text(srv, {**body, "stream": True})
+    stream_writes = _superstep_writes(base) - before
+    assert texts[:3] == deltas[:3] == ["burst 0", "burst 1", "burst 2"]
+    assert texts[3].startswith("marker t=") and deltas[3].startswith("marker t=")
+    assert 0 < json_writes < stream_writes
+    summary = httpx.get(f"{base}/v1/admin/responses/{r.json()['id']}", timeout=10).json()["summary"]
+    assert summary["delivery"] == "durable"

@@ -48,7 +48,7 @@ from ..run.memory import MemorySink
 from ..run.plan import RunPlan, RunSpec, lineage_for
 from ..run.registry import RunRegistry
 from ..run.run import OnFinished, ResponseRun
-from ..settings import DoubleTexting, RuntimeSettings
+from ..settings import Delivery, DoubleTexting, RuntimeSettings
 from ._offload import for_input
 from .conversations import ConversationService, conversation_not_found
 from .stored_request import Encoded, encode, stored, with_added
@@ -197,10 +197,11 @@ class Creator:
         answers, the items added by hand it takes: one transaction, nothing to undo if it
         fails) and launch its run."""
         req, launcher, now = encoded.request, lane.launcher, time.time()
+        delivery = self.settings.delivery.of_response(stream=req.stream, background=req.background)
         trace, trace_context = launcher.telemetry.first_life(
-            rid, delivery=self.settings.delivery.value, background=req.background
+            rid, delivery=delivery.value, background=req.background
         )
-        row, events = self._first_write(lane, user_id, req, rid, encoded, now, trace_context)
+        row, events = self._first_write(lane, user_id, req, rid, encoded, now, trace_context, delivery)
         # A streaming creator watches before the commit: its relay starts from the committed
         # tail (no read back of the rows just written).
         sub = self.store.notifier.subscribe(rid) if req.stream else None
@@ -226,7 +227,7 @@ class Creator:
             lineage=lineage_for(req, rid),
             queued=row.status == "queued",
         )
-        sink = launcher.sink(rid, len(events), background=req.background)
+        sink = launcher.sink(rid, len(events), delivery, background=req.background)
         metrics.RESPONSES_CREATED.inc(mode=_mode(req))
         metrics.APP_CREATIONS.inc(app=lane.name)
         run = launcher.launch(
@@ -243,6 +244,7 @@ class Creator:
         encoded: Encoded,
         now: float,
         trace_context: str | None,
+        delivery: Delivery,
     ) -> tuple[ResponseRow, list[EventRow]]:
         """The response row and its first events (`response.created`, then queued or in progress)."""
         status = "queued" if req.background else "in_progress"
@@ -252,7 +254,7 @@ class Creator:
             status=status,
             background=req.background,
             stream=req.stream,
-            delivery=self.settings.delivery,
+            delivery=delivery,
             created_at=now,
             completed_at=None,
             previous_response_id=req.previous_response_id,
