@@ -1,11 +1,8 @@
-"""`--app` factories for the vendored orchestration samples (tests/samples/upstream, SOURCES.json):
-agent-framework's `03-workflows/orchestrations` and `03-workflows/agents` samples.
-
-Each sample builds its workflow (or its `workflow.as_agent()`) inside `main()`; each factory here
-builds the same thing from the sample's own functions, classes and agent definitions, line for
-line as `main()` does (only the runs `main()` then makes are left out: the host makes those).
-The model client is the sample's, `OpenAIChatClient()`, which reads `OPENAI_BASE_URL` /
-`OPENAI_API_KEY` / `OPENAI_CHAT_MODEL` (the tests point them at the fake model).
+"""`--app` factories for the vendored samples of agent-framework's `03-workflows/orchestrations`
+and `03-workflows/agents` (tests/samples/upstream, SOURCES.json). Each sample builds its workflow
+(or its `as_agent()`) inside `main()`; each factory builds the same from the sample's own code,
+line for line (the runs `main()` then makes are the host's). The model client is the sample's,
+`OpenAIChatClient()`, reading `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_CHAT_MODEL` (the fake).
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from agent_framework.orchestrations import (
 from tests.samples.upstream import (
     concurrent_custom_agent_executors,
     custom_agent_executors,
+    group_chat_agent_manager,
     group_chat_simple_selector,
     handoff_autonomous,
     handoff_simple,
@@ -218,15 +216,13 @@ def _researcher_writer(client: OpenAIChatClient) -> tuple[Agent, Agent]:
     return researcher, writer
 
 
-def group_chat_agent_manager() -> Workflow:
+def group_chat_with_manager() -> Workflow:
     """`group_chat_agent_manager.main()`: an Orchestrator agent picks Researcher or Writer."""
-    from tests.samples.upstream.group_chat_agent_manager import ORCHESTRATOR_AGENT_INSTRUCTIONS
-
     client = OpenAIChatClient()
     orchestrator_agent = Agent(
         name="Orchestrator",
         description="Coordinates multi-agent collaboration by selecting speakers",
-        instructions=ORCHESTRATOR_AGENT_INSTRUCTIONS,
+        instructions=group_chat_agent_manager.ORCHESTRATOR_AGENT_INSTRUCTIONS,
         client=client,
     )
     researcher, writer = _researcher_writer(client)
@@ -244,7 +240,9 @@ def group_chat_agent_manager() -> Workflow:
     )
 
 
-def _magentic_team(client: OpenAIChatClient, coder_client: OpenAIChatClient) -> tuple[Agent, Agent, Agent]:
+def _magentic_team(
+    client: OpenAIChatClient, coder: OpenAIChatClient, manager: OpenAIChatClient
+) -> tuple[Agent, ...]:
     researcher_agent = Agent(
         name="ResearcherAgent",
         description="Specialist in research and information gathering",
@@ -257,14 +255,14 @@ def _magentic_team(client: OpenAIChatClient, coder_client: OpenAIChatClient) -> 
         name="CoderAgent",
         description="A helpful assistant that writes and executes code to process and analyze data.",
         instructions="You solve questions using code. Please provide detailed analysis and computation process.",
-        client=coder_client,
-        tools=coder_client.get_code_interpreter_tool(),
+        client=coder,
+        tools=coder.get_code_interpreter_tool(),
     )
     manager_agent = Agent(
         name="MagenticManager",
         description="Orchestrator that coordinates the research and coding workflow",
         instructions="You coordinate a team to complete complex tasks efficiently.",
-        client=client,
+        client=manager,
     )
     return researcher_agent, coder_agent, manager_agent
 
@@ -272,7 +270,7 @@ def _magentic_team(client: OpenAIChatClient, coder_client: OpenAIChatClient) -> 
 def magentic() -> Workflow:
     """`magentic.main()`: a researcher and a coder (with the hosted code interpreter tool)."""
     client = OpenAIChatClient()
-    researcher_agent, coder_agent, manager_agent = _magentic_team(client, client)
+    researcher_agent, coder_agent, manager_agent = _magentic_team(client, client, client)
     return MagenticBuilder(
         participants=[researcher_agent, coder_agent],
         intermediate_output_from=[researcher_agent, coder_agent],
@@ -381,7 +379,9 @@ def handoff_as_agent() -> WorkflowAgent:
 
 
 def magentic_as_agent() -> WorkflowAgent:
-    researcher_agent, coder_agent, manager_agent = _magentic_team(OpenAIChatClient(), OpenAIChatClient())
+    researcher_agent, coder_agent, manager_agent = _magentic_team(
+        OpenAIChatClient(), OpenAIChatClient(), OpenAIChatClient()
+    )
     workflow = MagenticBuilder(
         participants=[researcher_agent, coder_agent],
         intermediate_output_from=[researcher_agent, coder_agent],

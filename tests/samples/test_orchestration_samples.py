@@ -33,7 +33,7 @@ ONE_TURN = [
     "concurrent_custom_aggregator",
     "concurrent_executors",
     "group_chat_round_robin",
-    "group_chat_agent_manager",
+    "group_chat_with_manager",
     "magentic",
     "sequential_as_agent",
     "concurrent_as_agent",
@@ -74,7 +74,7 @@ EXPECTED: dict[str, list[str]] = {
         f"{who}: {SAID}" for who in ("expert", "programming", "accessibility", "devil", "expert")
     ]
     + ["The group chat has reached its termination condition."],
-    "group_chat_agent_manager": [f"assistant: {SAID}"] * 2
+    "group_chat_with_manager": [f"assistant: {SAID}"] * 2
     + ["Every participant has spoken; the conversation is complete."],
     "magentic": _magentic(TASK),
     # as_agent() answers with the last agent's response only (the sample says so).
