@@ -282,26 +282,26 @@ def test_magentic_plan_review_sample_revises_then_approves_its_plan(samples: InP
 
 
 def _killed_mid_run(
-    server_factory: Any, database_url: str, fake: FakeModel, app: str, start: Any, calls_before_kill: int
+    server_factory: Any, database_url: str, fake: FakeModel, app: str, start: Any, held: str
 ) -> tuple[Any, str]:
-    """Start `app` in a subprocess server, make the background request `start(client)` there,
-    `kill -9` it once `calls_before_kill` model calls have started (tokens streamed slowly), then
-    restart it; returns the restarted server and the request's response id."""
+    """Start `app` in a subprocess server, make the background request `start(client)` there
+    (which holds the replies of agent `held`: `FakeModel.hold`), `kill -9` the server while a
+    call of that agent is held before its last frame, then restart it; returns the restarted
+    server and the request's response id."""
     env = {**_model_env(fake), "DURABLE_RESPONSES_RECOVERY_INTERVAL": "1"}
     first = server_factory(database_url, app=f"{APPS}:{app}", env=env).start()
-    client = first.client()
-    fake.token_delay = 0.05
     try:
-        mark = fake.mark()
-        response_id = start(client)
+        response_id = start(first.client())
         wait_until(
-            lambda: len(fake.calls) >= mark + calls_before_kill, timeout=30, message="too few model calls"
+            lambda: any(c.agent == held and not c.finished for c in fake.calls),
+            timeout=30,
+            message=f"no held call of {held}",
         )
         first.kill()
         status = db.scalar(database_url, f"SELECT status FROM responses WHERE id = {db.quote(response_id)}")
         assert status in ("queued", "in_progress"), "killed too late"
     finally:
-        fake.token_delay = 0.0
+        fake.hold()
     return server_factory(database_url, app=f"{APPS}:{app}", env=env).start(), response_id
 
 
@@ -309,12 +309,13 @@ def _killed_mid_run(
 def test_magentic_sample_killed_mid_run_completes_with_every_output_once(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
-    """Killed after its plan and the first participant's call (8 model calls in all)."""
+    """Killed in the researcher's call, after the manager's plan (8 model calls in all)."""
 
     def start(client: openai.OpenAI) -> str:
+        fake.hold({"Researcher"})
         return client.responses.create(model="m", input=TASK, background=True).id
 
-    second, rid = _killed_mid_run(server_factory, database_url, fake, "magentic", start, calls_before_kill=4)
+    second, rid = _killed_mid_run(server_factory, database_url, fake, "magentic", start, held="Researcher")
     final = wait_terminal(second.client(), rid, timeout=90)
     assert final.status == "completed", (final.error, second.log())
     check_sequence(_replay(second, rid), label=rid)
@@ -326,12 +327,13 @@ def test_handoff_sample_killed_mid_user_turn_completes_it_once(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
     """The user's second turn (handoff to the return agent, which runs process_return) killed
-    mid model call; the restarted server finishes it with each call and message once, and the
-    conversation goes on from it."""
+    in the triage agent's model call; the restarted server finishes it with each call and
+    message once, and the conversation goes on from it."""
 
     def start(client: openai.OpenAI) -> str:
         greeted = client.responses.create(model="m", input="Hello, I need help.", store=True)
         assert greeted.status == "completed", greeted.error
+        fake.hold({"frontline"})  # the triage agent's call that hands off
         return client.responses.create(
             model="m",
             input="Order 1234 arrived damaged, please ask the return_agent to process_return order_number=1234",
@@ -340,7 +342,7 @@ def test_handoff_sample_killed_mid_user_turn_completes_it_once(
         ).id
 
     second, rid = _killed_mid_run(
-        server_factory, database_url, fake, "handoff_simple_workflow", start, calls_before_kill=2
+        server_factory, database_url, fake, "handoff_simple_workflow", start, held="frontline"
     )
     client = second.client()
     final = wait_terminal(client, rid, timeout=90)
