@@ -81,6 +81,25 @@ def test_indexes_continue_where_the_response_stands_and_are_never_reused() -> No
     assert events[-3]["type"] == ev.OUTPUT_ITEM_ADDED and events[-3]["output_index"] == 6
 
 
+def test_each_model_response_of_an_author_is_its_own_message_item() -> None:
+    """The Responses client sends no message ids; an agent run again in the same superstep
+    (handoff's autonomous mode) says each reply in a new model response: a message item each,
+    while the chunks of one model response (its id on the first and last) stay one item."""
+    mapper, events, _ = _mapper()
+    for response_id, chunks in (("resp_a", ("one ", "reply")), ("resp_b", ("two ", "reply"))):
+        mapper.feed(
+            AgentResponseUpdate(contents=[], role="assistant", author_name="bot", response_id=response_id)
+        )
+        for chunk in chunks:
+            mapper.feed(_text(chunk, message_id=None))
+        mapper.feed(
+            AgentResponseUpdate(contents=[], role="assistant", author_name="bot", response_id=response_id)
+        )
+    closed = mapper.close_all()
+    assert [c.item["content"][0]["text"] for c in closed] == ["one reply", "two reply"]
+    assert [e["output_index"] for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED] == [0, 1]
+
+
 def test_a_tool_the_server_ran_is_one_mcp_call_closed_at_once_and_told_to_the_pairing() -> None:
     mapper, events, early = _mapper(server_label="shop")
     mapper.feed(_update(Content.from_function_call("call_1", "lookup", arguments='{"sku":')))

@@ -99,9 +99,13 @@ class ItemMapper:
             resumed=setup.resumed,
         )
         # Per author, the key of the message (or reasoning) item its text currently goes to:
-        # the Responses client sends no message ids, and an author's text after a tool call is a
-        # new message.
+        # the Responses client sends no message ids, and an author's text after a tool call, or
+        # from another model response, is a new message.
         self._current: dict[str, str] = {}
+        # Per author, the model response (`update.response_id`) its latest update came from: an
+        # author's next model response is a new message too (an agent run again in the same
+        # superstep, as handoff's autonomous mode does, says each reply as its own message).
+        self._model_response: dict[str, str] = {}
         self._serial = 0
         # What the stream reports.
         self.usage = setup.usage if setup.usage is not None else StreamUsage()
@@ -148,6 +152,11 @@ class ItemMapper:
         if reason is not None:
             self.finish_reason = str(getattr(reason, "value", reason))
         author = update.author_name or ""
+        model_response = update.response_id
+        if model_response:
+            if self._model_response.get(author, model_response) != model_response:
+                self._current.pop(author, None)
+            self._model_response[author] = model_response
         for content in update.contents or ():
             self._content(update, author, content)
 
@@ -355,4 +364,5 @@ class ItemMapper:
         if self._calls:
             self._show_calls()
         self._current.clear()
+        self._model_response.clear()
         return self._items.close_all(status)
