@@ -120,6 +120,8 @@ def run_flow(
     if resp is None:
         resp = completed(streamed(client, flow.model, flow.first))
         applied(flow.check_first, resp)
+    if not flow.steps:  # nothing to answer: the same first turn in the background, read back
+        applied(flow.check_first, completed(background(client, base_url, flow.model, flow.first)))
     for step in flow.steps[start:stop]:
         resp = completed(
             background(client, base_url, flow.model, step.answer(resp), previous_response_id=resp["id"])

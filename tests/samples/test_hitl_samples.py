@@ -33,6 +33,11 @@ from tests.samples.hitl_flow import (
     streamed,
     texts,
 )
+from tests.samples.upstream import (
+    checkpoint_with_human_in_the_loop,
+    handoff_with_tool_approval_checkpoint_resume,
+    sub_workflow_checkpoint,
+)
 from tests.support.inprocess import InProcessServer
 from tests.support.sse import check_sequence, stream_events
 
@@ -57,7 +62,33 @@ APPS = {
     "workflow_as_agent_kwargs_deployed": "agent_apps:kwargs_tools_deployed",
     "azure_chat_agents_tool_calls_with_feedback": "agent_apps:writer_with_tools_and_feedback",
 }
-ALL_APPS = ",".join(f"{name}=tests.samples.{factory}" for name, factory in APPS.items())
+
+# Every sample that pauses -> the answers given before the kill (its response then waits for the
+# next): the crash test runs each one's whole conversation across a kill -9.
+CRASHES = {
+    "sequential_request_info": 0,
+    "concurrent_request_info": 1,
+    "group_chat_request_info": 0,
+    "agents_with_approval_requests": 0,
+    "agents_with_declaration_only_tools": 0,
+    "sequential_builder_tool_approval": 0,
+    "concurrent_builder_tool_approval": 0,
+    "group_chat_builder_tool_approval": 0,
+    "checkpoint_with_human_in_the_loop": 0,
+    "sub_workflow_checkpoint": 1,
+    "handoff_with_tool_approval_checkpoint_resume": 1,
+    "workflow_as_agent_human_in_the_loop": 0,
+    "azure_chat_agents_tool_calls_with_feedback": 1,
+}
+
+# The in-process server hosts the samples that do not pause (the paused ones run in the crash
+# test's servers), and the two of the open bugs' tests.
+IN_PROCESS_APPS = ",".join(
+    f"{name}=tests.samples.{factory}"
+    for name, factory in APPS.items()
+    if name not in CRASHES
+    or name in ("sequential_builder_tool_approval", "checkpoint_with_human_in_the_loop")
+)
 
 
 @pytest.fixture(scope="module")
@@ -85,34 +116,30 @@ def _model_env(fake: FakeModel) -> Iterator[None]:
 
 @pytest.fixture
 def hitl_server(shared_servers: Any) -> InProcessServer:
-    """This module's server (per dialect) hosting every sample; a request's `model` picks one."""
-    srv: InProcessServer = shared_servers(ALL_APPS)
+    """This module's in-process server (per dialect); a request's `model` picks the sample."""
+    srv: InProcessServer = shared_servers(IN_PROCESS_APPS)
     return srv
 
 
-@pytest.mark.parametrize("flow", FLOWS, ids=[f.model for f in FLOWS])
+# The samples whose whole conversation the crash test below runs (across a kill -9) are left out.
+IN_PROCESS = [f for f in FLOWS if f.model not in CRASHES]
+
+
+@pytest.mark.parametrize("flow", IN_PROCESS, ids=[f.model for f in IN_PROCESS])
 def test_sample_hosted_turn_by_turn(hitl_server: InProcessServer, flow: Flow) -> None:
     run_flow(hitl_server.base_url, flow)
-
-
-CRASHES = {  # flow -> the answers given before the kill (the response then waits for the next)
-    "sequential_request_info": 0,
-    "sub_workflow_checkpoint": 1,
-    "workflow_as_agent_human_in_the_loop": 0,
-    "handoff_with_tool_approval_checkpoint_resume": 1,
-    "agents_with_declaration_only_tools": 0,
-}
 
 
 @pytest.mark.crash
 def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
-    """Each sample paused on its request (an agent's reply under review, a sub-workflow's
-    request, a typed request of a workflow agent, a tool approval after a handoff), the server
-    is killed -9; another starts in a fresh working directory (the compute recreated) on the
-    same database: every answer is taken and each sample completes, each output once (the
-    checks compare whole output lists)."""
+    """Each sample paused on its request (an agent's reply held for review, a tool approval, a
+    declaration-only tool's call, an executor's own request, a sub-workflow's, a workflow
+    agent's typed one), the server is killed -9; another starts in a fresh working directory
+    (the compute recreated) on the same database: every answer is taken and each sample
+    completes, each output once (the checks compare whole output lists). Every sample is run
+    to its end; the failures are reported together."""
     flows = [f for f in FLOWS if f.model in CRASHES]
     apps = ",".join(f"{f.model}=tests.samples.{APPS[f.model]}" for f in flows)
     first = server_factory(database_url, app=apps, env=model_env(fake)).start()
@@ -120,8 +147,21 @@ def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
     first.kill()
     second = server_factory(database_url, app=apps, env=model_env(fake)).start()
     assert second.workdir != first.workdir
+    failures = []
     for flow, resp in zip(flows, paused, strict=True):
-        run_flow(second.base_url, flow, resp=resp, start=CRASHES[flow.model])
+        try:
+            run_flow(second.base_url, flow, resp=resp, start=CRASHES[flow.model])
+        except Exception as exc:  # every sample runs; all failures are reported below
+            failures.append(f"{flow.model}: {exc!r}"[:3000])
+    assert not failures, "\n".join(failures)
+    # The samples' own FileCheckpointStorage (in the repository, not wiped) was never used: the
+    # host's storage is the run's.
+    for directory in (
+        checkpoint_with_human_in_the_loop.TEMP_DIR,
+        sub_workflow_checkpoint.CHECKPOINT_DIR,
+        handoff_with_tool_approval_checkpoint_resume.CHECKPOINT_DIR,
+    ):
+        assert not list(directory.glob("*")), directory
 
 
 def _turns(base_url: str, model: str, inputs: list[str]) -> list[Body]:
