@@ -18,6 +18,7 @@ from agent_framework import (
     AgentResponseUpdate,
     BaseAgent,
     CheckpointStorage,
+    Content,
     Message,
     ToolTypes,
     Workflow,
@@ -44,6 +45,15 @@ def _answered_request_ids(messages: Sequence[Message]) -> set[str]:
             elif content.type == "function_approval_response" and content.id:
                 answered.add(content.id)
     return answered
+
+
+def _answered(event: WorkflowEvent, answered: set[str]) -> bool:
+    """Whether a re-emitted request is one the call answers: by its request id, or (a
+    declaration-only tool's call, answered as the call it is) by its call's id."""
+    if event.request_id in answered:
+        return True
+    data = event.data
+    return isinstance(data, Content) and data.type == "function_call" and data.call_id in answered
 
 
 async def _aiter(events: Iterable[WorkflowEvent]) -> AsyncIterable[WorkflowEvent]:
@@ -90,7 +100,7 @@ class _RestoreForwardingMixin(WorkflowAgent):
             else:
                 events = _aiter(await self.workflow.run(**restore))
             async for event in events:
-                if not (event.type == "request_info" and event.request_id in answered):
+                if not (event.type == "request_info" and _answered(event, answered)):
                     yield _shown(event)
             if not input_messages:
                 await _events_ended(self)

@@ -3,7 +3,8 @@ deliver each answer to the app.
 
 A workflow paused on requests takes, for each request by kind (see `requests`):
 - a `function_call_output` (`call_id` = the request id), converted to the request's declared
-  `response_type` (any request);
+  `response_type` (any request); a declaration-only tool's call (a tool only the client runs,
+  `FunctionTool(func=None)`) is shown as the model's call and answered by that call's id;
 - an `mcp_approval_response` (`approval_request_id` = the request id) for a tool approval;
 - the user's next message for a request that takes one (a handoff waiting for the user, an
   agent's reply or a plan under review), when exactly one such request is open; an empty
@@ -71,6 +72,25 @@ def pending_of(checkpoint: WorkflowCheckpoint) -> dict[str, Pending]:
     }
 
 
+def _declared_calls(requests: Mapping[str, Pending]) -> dict[str, str]:
+    """The call id of each pending declaration-only tool call (a tool only the client runs,
+    which the framework re-announces as the model's call) -> its request id. The client was
+    shown the call, so its `function_call_output` names the call id; the framework delivers a
+    result by that id too (`WorkflowAgent` matches it to the request)."""
+    calls: dict[str, str] = {}
+    for rid, pending in requests.items():
+        data = pending.data
+        if isinstance(data, Content) and data.type == "function_call" and data.call_id:
+            calls[data.call_id] = rid
+    return calls
+
+
+def _answer_id(item: Mapping[str, Any], calls: Mapping[str, str]) -> str:
+    """The request a `function_call_output` answers (by request id, or by a declared call's id)."""
+    call_id = str(item.get("call_id"))
+    return calls.get(call_id, call_id)
+
+
 def _quoted(ids: Sequence[str]) -> str:
     return ", ".join(f"'{i}'" for i in ids)
 
@@ -127,9 +147,10 @@ def check_pause_reply(
     """Refuse (4xx) an input a paused workflow cannot take (see the module docstring)."""
     open_ids = [p.call_id for p in rows if p.status == "pending"]
     answered = {p.call_id: p.answered_by for p in rows if p.status == "answered"}
+    calls = _declared_calls(requests)
     for pos, item in enumerate(items):
         if _kind(item) == FCO:
-            _check_answer(prev_id, str(item.get("call_id")), open_ids, answered, "call_id", "input")
+            _check_answer(prev_id, _answer_id(item, calls), open_ids, answered, "call_id", "input")
         elif _kind(item) == APPROVAL_RESPONSE:
             rid = str(item.get("approval_request_id"))
             _check_answer(
@@ -217,7 +238,8 @@ def answered_ids(
     items: Sequence[Mapping[str, Any]], requests: Mapping[str, Pending], open_ids: Sequence[str]
 ) -> list[str]:
     """The request ids an (already checked) input answers."""
-    ids = [str(i.get("call_id")) for i in items if _kind(i) == FCO]
+    calls = _declared_calls(requests)
+    ids = [_answer_id(i, calls) for i in items if _kind(i) == FCO]
     ids += [str(i.get("approval_request_id")) for i in items if _kind(i) == APPROVAL_RESPONSE]
     target = _message_target(requests, open_ids)
     if target is not None and (_user_messages(items) or not items):

@@ -269,7 +269,10 @@ class ItemMapper:
         name, chunks = self._calls.setdefault(call_id, (content.name or "", []))
         if content.name and not name:
             self._calls[call_id] = (content.name, chunks)
-        if raw is None or (replace and chunks):
+        # A declaration-only tool's pause (`user_input_request`) re-announces the model's call
+        # whole, after the call streamed: its arguments are not new.
+        whole = replace or bool(getattr(content, "user_input_request", False))
+        if raw is None or (whole and chunks):
             return  # nothing new, or the whole arguments again after their chunks
         chunks.append(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")))
 
