@@ -1,9 +1,9 @@
 """agent-framework's functional and composition samples (tests/samples/test_functional_samples.py)
 on `durable-responses serve` processes: the two that make their model client at import (bound to
-the first event loop that uses it, so one process each), and `kill -9` mid-run, where a restart
-completes the response with every output once: a functional workflow mid `@step` (its finished
-steps are not run again), a graph mid model call with its state, a sub-workflow's parent mid
-superstep.
+the first event loop that uses it, so a process of their own), and `kill -9` mid-run, where a
+restart completes the response with every output once: a functional workflow mid `@step` (its
+finished steps are not run again), a graph mid model call with its state, a sub-workflow's
+parent mid superstep.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.support.responses import output_texts, wait_terminal
 from tests.support.sse import check_sequence, stream_events
 from tests.support.waits import wait_until
 
-__all__ = ["fake"]  # the module's fake model, shared with the in-process tests' module
+__all__ = ["fake"]  # the in-process module's fake-model fixture, one for this module too
 
 DOC = "This is a technical document about machine learning..."
 # The type switch_case keeps in workflow state (`ctx.set_state`): the allow-list admits only the
@@ -29,29 +29,65 @@ STATE_TYPES = {"DURABLE_RESPONSES_CHECKPOINT_TYPES": "tests.samples.upstream.swi
 QUESTION = "What's the difference between a list and a tuple in Python?"
 
 
-def test_samples_that_make_their_client_at_import_stream_their_outputs(
+def _report_parts(text: str) -> list[str]:
+    parts = text.split("\n")
+    assert [p.split(": ", 1)[0] for p in parts] == ["Classification", "Summary", "Review"], text
+    return parts
+
+
+@pytest.mark.crash
+def test_samples_with_clients_made_at_import_run_and_a_kill_mid_step_resumes_after_it(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
+    """agent_integration (inline agents, then each in a `@step`) and naive_group_chat, on a
+    process of their own; cached_pipeline killed -9 mid generate_summary (its writer call in
+    flight) once classify_document's step is checkpointed (a live run goes a few ms ahead of its
+    commits: a kill before that commit runs the step again, its agent not being journaled)."""
     apps = ",".join(f"{name}={app}" for name, app in OWN_LOOP.items())
-    srv = server_factory(database_url, app=apps, env=_model_env(fake)).start()
-    for app in ("simple_pipeline", "cached_pipeline"):  # agent_integration: inline, then @step
-        final = _stream(srv, app, DOC)
-        assert final.status == "completed", final.error
-        (text,) = output_texts(final)
-        parts = text.split("\n")
-        assert [p.split(": ", 1)[0] for p in parts] == ["Classification", "Summary", "Review"], text
-        assert (
-            f'You said "Classify this document: {DOC}"' in parts[0] and f'"Summarize: {DOC}"' in parts[1]
-        ), text
-    client = srv.client()
-    created = client.responses.create(model="group_chat", input=QUESTION, background=True)
-    done = wait_terminal(client, created.id, timeout=60)
+    env = _model_env(fake)
+    first = server_factory(database_url, app=apps, env=env).start()
+    final = _stream(first, "simple_pipeline", DOC)
+    assert final.status == "completed", final.error
+    (text,) = output_texts(final)
+    parts = _report_parts(text)
+    assert f'You said "Classify this document: {DOC}"' in parts[0] and f'"Summarize: {DOC}"' in parts[1], text
+    client = first.client()
+    chat = client.responses.create(model="group_chat", input=QUESTION, background=True)
+    done = wait_terminal(client, chat.id, timeout=60)
     assert done.status == "completed", done.error
-    check_sequence(stream_events(srv.base_url, created.id), label="group_chat")
+    check_sequence(stream_events(first.base_url, chat.id), label="group_chat")
     (text,) = output_texts(done)
     turns = text.split("\n\n")
     assert [t.split(": ", 1)[0] for t in turns] == ["user", "PythonExpert", "Critic", "Summarizer"], text
     assert all(QUESTION in t for t in turns), text
+
+    fake.reply_delay = 2.0
+    try:
+        mark = len(fake.calls)
+        created = client.responses.create(model="cached_pipeline", input=DOC, background=True)
+        wait_until(
+            lambda: _prompts(fake, mark, "Summarize:") > 0 and _checkpoints(database_url, created.id) >= 1,
+            timeout=30,
+            message="generate_summary never started",
+        )
+        first.kill()
+        _assert_not_finished(database_url, created.id)
+    finally:
+        fake.reply_delay = 0.0
+    second = server_factory(database_url, app=apps, env=env).start()
+    final = wait_terminal(second.client(), created.id, timeout=90)
+    assert final.status == "completed", (final.error, second.log())
+    check_sequence(stream_events(second.base_url, created.id), label=created.id)
+    (report,) = output_texts(final)
+    _report_parts(report)
+    # classify_document's step finished before the kill: answered from the checkpoint.
+    assert _prompts(fake, mark, "Classify this document:") == 1
+    assert _prompts(fake, mark, "Review this summary:") == 1
+
+
+def _assert_not_finished(database_url: str, response_id: str) -> None:
+    status = db.scalar(database_url, f"SELECT status FROM responses WHERE id = {db.quote(response_id)}")
+    assert status in ("queued", "in_progress"), "killed too late"
 
 
 def _prompts(fake: FakeModel, since: int, prefix: str) -> int:
@@ -68,15 +104,6 @@ def _checkpoints(database_url: str, response_id: str) -> int:
 
 # (app, input, when to kill given (fake, calls mark, database, response id), the output's texts)
 CRASHES: list[tuple[str, str, Callable[[FakeModel, int, str, str], bool], list[str]]] = [
-    # Mid generate_summary (its writer call in flight), once classify_document's step is
-    # checkpointed (a live run goes on a few ms ahead of its commits: a kill before that commit
-    # runs the step again, its agent not being journaled).
-    (
-        OWN_LOOP["cached_pipeline"],
-        DOC,
-        lambda fake, mark, url, rid: _prompts(fake, mark, "Summarize:") > 0 and _checkpoints(url, rid) >= 1,
-        [],
-    ),
     # Mid the email assistant's streamed reply (switch_case: the email is in workflow state,
     # whose type the workflow declares nowhere: allowed by name, `STATE_TYPES`). simple_loop
     # cannot be resumed in a fresh process: its guesser keeps its guess in instance memory.
@@ -101,9 +128,7 @@ CRASHES: list[tuple[str, str, Callable[[FakeModel, int, str, str], bool], list[s
 
 
 @pytest.mark.crash
-@pytest.mark.parametrize(
-    ("app", "text", "when", "texts"), CRASHES, ids=["functional_steps", "graph_state", "sub_workflow"]
-)
+@pytest.mark.parametrize(("app", "text", "when", "texts"), CRASHES, ids=["graph_state", "sub_workflow"])
 def test_a_sample_killed_mid_run_completes_with_every_output_once(
     server_factory: Any,
     database_url: str,
@@ -114,27 +139,18 @@ def test_a_sample_killed_mid_run_completes_with_every_output_once(
     texts: list[str],
 ) -> None:
     env = {**_model_env(fake), **STATE_TYPES}
-    fake.token_delay, fake.reply_delay = 0.1, 2.0
+    fake.token_delay = 0.1  # switch_case's agents stream
     try:
         first = server_factory(database_url, app=app, env=env).start()
         mark = len(fake.calls)
         created = first.client().responses.create(model="m", input=text, background=True)
         wait_until(lambda: when(fake, mark, database_url, created.id), timeout=30, message="never got there")
         first.kill()
-        status = db.scalar(database_url, f"SELECT status FROM responses WHERE id = {db.quote(created.id)}")
-        assert status in ("queued", "in_progress"), "killed too late"
+        _assert_not_finished(database_url, created.id)
     finally:
-        fake.token_delay, fake.reply_delay = 0.0, 0.0
+        fake.token_delay = 0.0
     second = server_factory(database_url, app=app, env=env).start()
     final = wait_terminal(second.client(), created.id, timeout=90)
     assert final.status == "completed", (final.error, second.log())
     check_sequence(stream_events(second.base_url, created.id), label=created.id)
-    shown = output_texts(final)
-    if app == OWN_LOOP["cached_pipeline"]:
-        (report,) = shown
-        assert report.startswith("Classification: ") and "\nReview: " in report, report
-        # The classifier's @step finished before the kill: answered from the checkpoint.
-        assert _prompts(fake, mark, "Classify this document:") == 1
-        assert _prompts(fake, mark, "Review this summary:") == 1
-    else:
-        assert shown == texts, shown
+    assert output_texts(final) == texts, output_texts(final)
