@@ -209,8 +209,28 @@ def served(request: pytest.FixtureRequest, _server_pool: Any) -> InProcessServer
     return srv
 
 
+_CLIENTS: dict[str, openai.OpenAI] = {}
+_HTTP: list[httpx.Client] = []
+
+
+def _events(srv: Any, response_id: str) -> list[dict[str, Any]]:
+    """The response's events replayed, over one httpx client for the module (as `_client`)."""
+    if not _HTTP:
+        _HTTP.append(httpx.Client(timeout=60))
+    return stream_events(srv.base_url, response_id, client=_HTTP[0])
+
+
+def _client(srv: Any) -> openai.OpenAI:
+    """One openai client per server (making one costs ~60 ms of CPU: its TLS context)."""
+    client = _CLIENTS.get(srv.base_url)
+    if client is None:
+        client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0, timeout=60)
+        _CLIENTS[srv.base_url] = client
+    return client
+
+
 def _stream(srv: Any, model: str, text: str) -> Any:
-    client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0)
+    client = _client(srv)
     with client.responses.stream(model=model, input=text, store=True) as stream:
         for _ in stream:
             pass
@@ -231,9 +251,9 @@ def test_a_sample_streams_what_its_workflow_yields_and_a_background_run_complete
     srv = served
     final = _stream(srv, app, text)
     assert final.status == "completed", final.error
-    check_sequence(stream_events(srv.base_url, final.id), label=app)
+    check_sequence(_events(srv, final.id), label=app)
     _check(output_texts(final), expected)
-    client = srv.client()
+    client = _client(srv)
     created = client.responses.create(model=app, input=text, background=True)
     done = wait_terminal(client, created.id, timeout=60)
     assert done.status == "completed", done.error
@@ -276,7 +296,7 @@ def test_hitl_review_pauses_on_its_request_and_revises_with_the_answer_without_r
                 ],
             },
         )
-    check_sequence(stream_events(srv.base_url, done["id"]), label="answer")
+    check_sequence(_events(srv, done["id"]), label="answer")
     (text,) = [p["text"] for o in done["output"] if o["type"] == "message" for p in o["content"]]
     assert text.startswith("Revised: Draft document about 'AI Safety'") and "More on alignment" in text, text
     # @step: the draft written before the pause is answered from the checkpoint, not written again.
@@ -307,7 +327,7 @@ def test_cancelling_the_cancellation_sample_mid_step_stops_it(
     """Cancelled during step2 (each step sleeps 2 s): the response ends `cancelled` with no
     output, its stream ends with `response.failed` (status cancelled), step2 never finishes."""
     srv = served
-    client = srv.client()
+    client = _client(srv)
     started = time.monotonic()
     created = client.responses.create(model="cancellation", input="hello world", background=True)
     printed: list[str] = []
@@ -322,6 +342,6 @@ def test_cancelling_the_cancellation_sample_mid_step_stops_it(
     printed.append(capsys.readouterr().out)
     assert "[Step2] Done" not in "".join(printed), printed
     assert client.responses.retrieve(created.id).status == "cancelled"
-    events = stream_events(srv.base_url, created.id)
+    events = _events(srv, created.id)
     check_sequence(events, label="cancelled")
     assert events[-1]["type"] == "response.failed" and events[-1]["response"]["status"] == "cancelled"
