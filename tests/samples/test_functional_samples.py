@@ -188,6 +188,12 @@ def model_env(fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iter
     os.environ.update(_model_env(fake))
     own_dir, map_reduce.TEMP_DIR = map_reduce.TEMP_DIR, str(tmp_path_factory.mktemp("map_reduce"))
     yield
+    for http in _HTTP:
+        http.close()
+    for client in _CLIENTS.values():
+        client.close()
+    _HTTP.clear()
+    _CLIENTS.clear()
     map_reduce.TEMP_DIR = own_dir
     for k, v in saved.items():
         if v is None:
