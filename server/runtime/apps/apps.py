@@ -8,8 +8,8 @@ What the app takes (`HostedApp.input`): messages, or the typed input its workflo
 declares (`inputs`); a workflow whose start executor does not take messages is hosted through a
 `WorkflowAgent` that builds that input from the request (`_af_private.typed_workflow_agent`).
 The types the app's workflow declares (its executors' inputs and outputs, the request and response
-types of its `request_info` handlers, the classes they hold) are admitted to the checkpoint
-allow-list (`checkpoint_types`); no other class is.
+types of its `request_info` handlers, its agent executors' `response_format`, the classes they
+hold) are admitted to the checkpoint allow-list (`checkpoint_types`); no other class is.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_framework import (
+    AgentExecutor,
     FunctionalWorkflow,
     FunctionalWorkflowAgent,
     FunctionalWorkflowDefinition,
@@ -323,6 +324,8 @@ def declared_types(workflow: Workflow, seen: set[int] | None = None) -> set[str]
     for executor in workflow.executors.values():
         annotations += [*executor.input_types, *executor.output_types, *executor.workflow_output_types]
         annotations += declared_request_types(executor)
+        if isinstance(executor, AgentExecutor):
+            annotations += _response_format(executor.agent)
         if isinstance(executor, WorkflowExecutor) and id(executor.workflow) not in seen:
             seen.add(id(executor.workflow))
             found |= declared_types(executor.workflow, seen)
@@ -333,6 +336,15 @@ def declared_types(workflow: Workflow, seen: set[int] | None = None) -> set[str]
             if key is not None and not inspect.isabstract(cls):
                 found.add(key)
     return found
+
+
+def _response_format(agent: Any) -> list[Any]:
+    """The structured-output class an agent executor's agent declares (`default_options`'
+    `response_format`): its replies' parsed `value`, which the `AgentResponse` the executor sends
+    on carries into the checkpoints that follow."""
+    options = getattr(agent, "default_options", None)
+    fmt = options.get("response_format") if isinstance(options, dict) else None
+    return [fmt] if isinstance(fmt, type) else []
 
 
 def _as_factory(target: Any, spec: str) -> Callable[[], Any]:

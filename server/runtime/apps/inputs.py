@@ -6,10 +6,11 @@ type(s) it takes. Messages (`list[Message]`, `Message`) are taken as the host al
 any other type is built from the text of the input's last user message:
 - `str`: the text as it is;
 - `int`, `float`, `bool`: parsed from it (pydantic's lax rules: "42", "4.2", "true"/"yes");
+- an `Enum` or a `Literal`: the value the text names (an `Enum` member's value, or its name);
 - a dataclass, pydantic model, TypedDict, or a dict/list type: a JSON value in the text (a
   ```json fenced block is taken too), validated by pydantic against the type.
 Several declared types are tried in order: structured ones first (the text must hold a JSON
-object or array), then numbers and booleans, then `str`.
+object or array), then numbers and booleans, then enums and literals, then `str`.
 
 Invariant: the conversion is a pure function of the input text, so the up-front check (a 400
 `invalid_workflow_input` naming the expected JSON schema) and every run and recovery of the
@@ -19,6 +20,7 @@ response build exactly the same value.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import re
 import sys
@@ -76,6 +78,30 @@ def _is_structured(t: Any) -> bool:
     if isinstance(t, type) and hasattr(t, "model_validate"):
         return True
     return typing.get_origin(t) in (dict, list, tuple, Mapping, Sequence) or t in (dict, list)
+
+
+def _is_text_shaped(t: Any) -> bool:
+    """An `Enum` or a `Literal`: one JSON scalar, written in the text as it is (`"init"`, `3`)."""
+    return (isinstance(t, type) and issubclass(t, enum.Enum)) or typing.get_origin(t) is typing.Literal
+
+
+_NO_VALUE = object()
+
+
+def _text_shaped_value(adapter: TypeAdapter[Any], t: Any, text: str) -> Any:
+    """The `Enum` member or `Literal` value `text` names: by value as it is (`init`), by value as
+    JSON (`3`, `"init"`), or an `Enum` member by name (`INIT`); `_NO_VALUE` if none."""
+    try:
+        return adapter.validate_python(text)
+    except ValidationError:
+        pass
+    try:
+        return adapter.validate_json(text)
+    except ValidationError:
+        pass
+    if isinstance(t, type) and issubclass(t, enum.Enum) and text in t.__members__:
+        return t.__members__[text]
+    return _NO_VALUE
 
 
 def _validatable(t: Any) -> Any:
@@ -188,6 +214,12 @@ class InputSpec:
                     return self._adapters[t].validate_python(text.strip())
                 except ValidationError:
                     problems.append(f"{text.strip()[:40]!r} is not a {type_label(t)}")
+        for t in self.types:
+            if _is_text_shaped(t):
+                value = _text_shaped_value(self._adapters[t], t, text.strip())
+                if value is not _NO_VALUE:
+                    return value
+                problems.append(f"{text.strip()[:40]!r} is not a {type_label(t)}")
         if str in self.types:
             return text
         for t in self.types:

@@ -3,7 +3,8 @@
 agent-framework's ``WorkflowAgent`` turns an output that is not text, a message or an agent
 response into ``str(value)`` (a dataclass's repr, ``True``). The host shows such a value as JSON
 instead (numbers and booleans as JSON scalars, dataclasses, pydantic models and TypedDicts as
-objects, lists as arrays), so a client can read it and ask for it as structured output.
+objects, lists, a list of strings too, as arrays), so a client can read it and ask for it as
+structured output.
 
 Invariant: a pure function of the value, so a rerun superstep shows the same text.
 """
@@ -26,6 +27,8 @@ def output_value(data: Any) -> Any:
     """``data`` if the framework shows it as it is, else its JSON text."""
     if data is None or isinstance(data, _SHOWN_AS_IS):
         return data
-    if isinstance(data, list) and data and all(isinstance(x, (str, Content, Message)) for x in data):
+    # A list of contents or messages (an orchestration's conversation) is shown as they are; a
+    # list of strings is a value like any other (the framework would join its texts into one).
+    if isinstance(data, list) and data and all(isinstance(x, (Content, Message)) for x in data):
         return data
     return json.dumps(json_friendly(data), ensure_ascii=False)
