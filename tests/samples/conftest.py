@@ -1,10 +1,17 @@
-"""test_hitl_samples.py's tests of one dialect run on one pytest-xdist worker (`--dist
+"""Each test module has a fake model of its own (`fake`: the samples' clients talk to it, see
+`model.py`).
+
+test_hitl_samples.py's tests of one dialect run on one pytest-xdist worker (`--dist
 loadgroup`, as `make test` runs): each dialect's shared servers (every sample on one server, by
 model name) and the subprocess servers' fork server then start once, not once per worker."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+from durable_responses.testing import FakeModel
 
 HITL = "tests/samples/test_hitl_samples.py"
 
@@ -22,3 +29,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             )
             if dialect is not None:
                 item.add_marker(pytest.mark.xdist_group(f"hitl-samples-{dialect}"))
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModel]:
+    with FakeModel() as server:
+        yield server

@@ -13,7 +13,6 @@ first event loop that uses it): those get `durable-responses serve` processes of
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import openai
 import pytest
 
 from durable_responses.testing import FakeModel
+from tests.samples.model import environ, model_env
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, wait_terminal
 from tests.support.sse import check_sequence, stream_events
@@ -168,26 +168,15 @@ CASES: list[tuple[str, str, list[str] | Callable[[list[str]], None]]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModel]:
-    with FakeModel() as server:
-        yield server
-
-
-def _model_env(fake: FakeModel) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
-
-
 @pytest.fixture(scope="module", autouse=True)
-def model_env(fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def _environment(fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The samples' `OpenAIChatClient()` reads the process environment (in-process servers); the
     map_reduce sample's files go to a directory of the test's own."""
     from tests.samples.upstream import map_reduce_and_visualization as map_reduce
 
-    saved = {k: os.environ.get(k) for k in _model_env(fake)}
-    os.environ.update(_model_env(fake))
     own_dir, map_reduce.TEMP_DIR = map_reduce.TEMP_DIR, str(tmp_path_factory.mktemp("map_reduce"))
-    yield
+    with environ(model_env(fake)):
+        yield
     for http in _HTTP:
         http.close()
     for client in _CLIENTS.values():
@@ -195,11 +184,6 @@ def model_env(fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iter
     _HTTP.clear()
     _CLIENTS.clear()
     map_reduce.TEMP_DIR = own_dir
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 @pytest.fixture(

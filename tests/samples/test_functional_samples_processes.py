@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 from durable_responses.testing import FakeModel
-from tests.samples.test_functional_samples import OWN_LOOP, _email, _model_env, _stream, fake
+from tests.samples.model import model_env
+from tests.samples.test_functional_samples import OWN_LOOP, _email, _stream
 from tests.support import db
 from tests.support.responses import output_texts, wait_terminal
 from tests.support.sse import check_sequence, stream_events
 from tests.support.waits import wait_until
-
-__all__ = ["fake"]  # the in-process module's fake-model fixture, one for this module too
 
 DOC = "This is a technical document about machine learning..."
 # The type switch_case keeps in workflow state (`ctx.set_state`): the allow-list admits only the
@@ -44,7 +43,7 @@ def test_samples_with_clients_made_at_import_run_and_a_kill_mid_step_resumes_aft
     flight) once classify_document's step is checkpointed (a live run goes a few ms ahead of its
     commits: a kill before that commit runs the step again, its agent not being journaled)."""
     apps = ",".join(f"{name}={app}" for name, app in OWN_LOOP.items())
-    env = _model_env(fake)
+    env = model_env(fake)
     first = server_factory(database_url, app=apps, env=env).start()
     final = _stream(first, "simple_pipeline", DOC)
     assert final.status == "completed", final.error
@@ -138,7 +137,7 @@ def test_a_sample_killed_mid_run_completes_with_every_output_once(
     when: Callable[[FakeModel, int, str, str], bool],
     texts: list[str],
 ) -> None:
-    env = {**_model_env(fake), **STATE_TYPES}
+    env = {**model_env(fake), **STATE_TYPES}
     fake.token_delay = 0.1  # switch_case's agents stream
     try:
         first = server_factory(database_url, app=app, env=env).start()

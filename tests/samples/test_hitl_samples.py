@@ -10,7 +10,6 @@ the answer and completes with every output once.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +32,7 @@ from tests.samples.hitl_flow import (
     streamed,
     texts,
 )
+from tests.samples.model import environ, model_env
 from tests.samples.upstream import (
     checkpoint_with_human_in_the_loop,
     handoff_with_tool_approval_checkpoint_resume,
@@ -91,27 +91,11 @@ IN_PROCESS_APPS = ",".join(
 )
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModel]:
-    with FakeModel() as server:
-        yield server
-
-
-def model_env(fake: FakeModel) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
-
-
 @pytest.fixture(scope="module", autouse=True)
-def _model_env(fake: FakeModel) -> Iterator[None]:
+def _environment(fake: FakeModel) -> Iterator[None]:
     """The samples' `OpenAIChatClient()` reads the process environment (in-process servers)."""
-    saved = {k: os.environ.get(k) for k in model_env(fake)}
-    os.environ.update(model_env(fake))
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with environ(model_env(fake)):
+        yield
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ complete with every output once. One server per dialect hosts every sample (`mod
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ import openai
 import pytest
 
 from durable_responses.testing import FakeModel
+from tests.samples.model import environ, model_env
 from tests.support import db
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, wait_terminal
@@ -88,27 +88,11 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModel]:
-    with FakeModel() as server:
-        yield server
-
-
-def _model_env(fake: FakeModel) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
-
-
 @pytest.fixture(scope="module", autouse=True)
-def model_env(fake: FakeModel) -> Iterator[None]:
+def _environment(fake: FakeModel) -> Iterator[None]:
     """The samples' `OpenAIChatClient()` reads the process environment (in-process servers)."""
-    saved = {k: os.environ.get(k) for k in _model_env(fake)}
-    os.environ.update(_model_env(fake))
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with environ(model_env(fake)):
+        yield
 
 
 # Each dialect's tests share one worker under `--dist loadgroup` (`make test`), so each worker
@@ -288,7 +272,7 @@ def _killed_mid_run(
     (which holds the replies of agent `held`: `FakeModel.hold`), `kill -9` the server while a
     call of that agent is held before its last frame, then restart it; returns the restarted
     server and the request's response id."""
-    env = {**_model_env(fake), "DURABLE_RESPONSES_RECOVERY_INTERVAL": "1"}
+    env = {**model_env(fake), "DURABLE_RESPONSES_RECOVERY_INTERVAL": "1"}
     first = server_factory(database_url, app=f"{APPS}:{app}", env=env).start()
     try:
         response_id = start(first.client())

@@ -7,7 +7,6 @@ completes; their human-in-the-loop turns complete (their own request dataclasses
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import openai
 import pytest
 
 from durable_responses.testing import FakeModel
+from tests.samples.model import environ, model_env
 from tests.support import db
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, wait_terminal
@@ -31,27 +31,11 @@ CITY = "tests.samples.apps:city_agent"
 CITY_QUESTION = "We are launching a new budget-friendly electric bike for urban commuters."
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModel]:
-    with FakeModel() as server:
-        yield server
-
-
-def _model_env(fake: FakeModel) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
-
-
 @pytest.fixture(scope="module", autouse=True)
-def model_env(fake: FakeModel) -> Iterator[None]:
+def _environment(fake: FakeModel) -> Iterator[None]:
     """The samples' `OpenAIChatClient()` reads the process environment (in-process servers)."""
-    saved = {k: os.environ.get(k) for k in _model_env(fake)}
-    os.environ.update(_model_env(fake))
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    with environ(model_env(fake)):
+        yield
 
 
 def _stream(srv: Any, text: str, **kwargs: Any) -> Any:
@@ -108,7 +92,7 @@ def test_functional_sample_with_agents_streams_poem_and_review(
 ) -> None:
     # Its own process: the sample makes its client at import, bound to the first event loop
     # that uses it (one per process when served; the in-process servers each have their own).
-    srv = server_factory(database_url, app=POEM, env=_model_env(fake)).start()
+    srv = server_factory(database_url, app=POEM, env=model_env(fake)).start()
     final = _stream(srv, "a cat learning to code")
     assert final.status == "completed", final.error
     (text,) = output_texts(final)
@@ -171,7 +155,7 @@ def test_agents_with_hitl_sample_pauses_on_its_own_request_type_without_a_flag(s
 def test_a_sample_killed_mid_run_completes_with_every_output_once(
     server_factory: Any, database_url: str, fake: FakeModel, app: str, text: str
 ) -> None:
-    env = _model_env(fake)
+    env = model_env(fake)
     fake.token_delay = 0.1  # the fan-out's agents stream
     fake.reply_delay = 2.0  # the functional sample's agents do not
     try:
@@ -230,7 +214,7 @@ def test_a_human_turn_killed_mid_model_call_completes_its_turns(
     """A sample's answering turn is killed -9 mid model call (the guessing agent guessing again;
     agents_with_HITL's writer revising) and finished by a restarted server: the sample asks its
     human again on its own request type (no flag), and the last answer completes the workflow."""
-    env = _model_env(fake)
+    env = model_env(fake)
     first = server_factory(database_url, app=app, env=env).start()
     client = first.client()
     paused = client.responses.create(model="m", input=first_input, store=True)
