@@ -11,6 +11,7 @@ from typing import Any
 
 import openai
 
+from tests.samples.model import openai_client
 from tests.support.responses import dump, output_texts, wait_terminal
 from tests.support.sse import check_sequence, stream_events
 
@@ -85,10 +86,6 @@ class Flow:
     steps: Sequence[Step] = field(default_factory=tuple)
 
 
-def client_of(base_url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=base_url + "/v1", api_key="x", max_retries=0, timeout=60)
-
-
 def streamed(client: openai.OpenAI, model: str, input: Any, **kwargs: Any) -> Body:
     """A turn streamed with the openai client's stream helper; its events are a valid sequence."""
     with client.responses.stream(model=model, input=input, store=True, **kwargs) as stream:
@@ -116,7 +113,7 @@ def run_flow(
 ) -> Body:
     """The first turn streamed (unless `resp`, the response to continue, is given), then the
     answers `steps[start:stop]`, each a background continuation; every check applied."""
-    client = client_of(base_url)
+    client = openai_client(base_url)
     if resp is None:
         resp = completed(streamed(client, flow.model, flow.first))
         applied(flow.check_first, resp)

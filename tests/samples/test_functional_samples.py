@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
 import pytest
 
 from durable_responses.testing import FakeModel
-from tests.samples.model import environ, model_env
+from tests.samples.model import close_clients, environ, http, model_env, openai_client
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, wait_terminal
 from tests.support.sse import check_sequence, stream_events
@@ -177,12 +176,7 @@ def _environment(fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> I
     own_dir, map_reduce.TEMP_DIR = map_reduce.TEMP_DIR, str(tmp_path_factory.mktemp("map_reduce"))
     with environ(model_env(fake)):
         yield
-    for http in _HTTP:
-        http.close()
-    for client in _CLIENTS.values():
-        client.close()
-    _HTTP.clear()
-    _CLIENTS.clear()
+    close_clients()
     map_reduce.TEMP_DIR = own_dir
 
 
@@ -199,28 +193,12 @@ def served(request: pytest.FixtureRequest, _server_pool: Any) -> InProcessServer
     return srv
 
 
-_CLIENTS: dict[str, openai.OpenAI] = {}
-_HTTP: list[httpx.Client] = []
-
-
 def _events(srv: Any, response_id: str) -> list[dict[str, Any]]:
-    """The response's events replayed, over one httpx client for the module (as `_client`)."""
-    if not _HTTP:
-        _HTTP.append(httpx.Client(timeout=60))
-    return stream_events(srv.base_url, response_id, client=_HTTP[0])
-
-
-def _client(srv: Any) -> openai.OpenAI:
-    """One openai client per server (making one costs ~60 ms of CPU: its TLS context)."""
-    client = _CLIENTS.get(srv.base_url)
-    if client is None:
-        client = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0, timeout=60)
-        _CLIENTS[srv.base_url] = client
-    return client
+    return stream_events(srv.base_url, response_id, client=http())
 
 
 def _stream(srv: Any, model: str, text: str) -> Any:
-    client = _client(srv)
+    client = openai_client(srv.base_url)
     with client.responses.stream(model=model, input=text, store=True) as stream:
         for _ in stream:
             pass
@@ -243,7 +221,7 @@ def test_a_sample_streams_what_its_workflow_yields_and_a_background_run_complete
     assert final.status == "completed", final.error
     check_sequence(_events(srv, final.id), label=app)
     _check(output_texts(final), expected)
-    client = _client(srv)
+    client = openai_client(srv.base_url)
     created = client.responses.create(model=app, input=text, background=True)
     done = wait_terminal(client, created.id, timeout=60)
     assert done.status == "completed", done.error
@@ -317,7 +295,7 @@ def test_cancelling_the_cancellation_sample_mid_step_stops_it(
     """Cancelled during step2 (each step sleeps 2 s): the response ends `cancelled` with no
     output, its stream ends with `response.failed` (status cancelled), step2 never finishes."""
     srv = served
-    client = _client(srv)
+    client = openai_client(srv.base_url)
     started = time.monotonic()
     created = client.responses.create(model="cancellation", input="hello world", background=True)
     printed: list[str] = []

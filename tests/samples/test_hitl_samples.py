@@ -25,14 +25,13 @@ from tests.samples.hitl_flow import (
     approve_all,
     background,
     call_output,
-    client_of,
     completed,
     items_of,
     run_flow,
     streamed,
     texts,
 )
-from tests.samples.model import environ, model_env
+from tests.samples.model import environ, model_env, openai_client
 from tests.samples.upstream import (
     checkpoint_with_human_in_the_loop,
     handoff_with_tool_approval_checkpoint_resume,
@@ -149,7 +148,7 @@ def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
 
 
 def _turns(base_url: str, model: str, inputs: list[str]) -> list[Body]:
-    client = client_of(base_url)
+    client = openai_client(base_url)
     out = [completed(streamed(client, model, inputs[0]))]
     for text in inputs[1:]:
         out.append(completed(background(client, base_url, model, text, previous_response_id=out[-1]["id"])))
@@ -255,7 +254,7 @@ def test_foundry_hosted_workflow_sample_answers_as_foundry_calls_it(
         )
     assert text == calls[2].reply.text, text
     final = streamed(
-        client_of(srv.base_url),
+        openai_client(srv.base_url),
         "agent-framework-workflows-responses",
         ask,
         extra_body={

@@ -8,16 +8,14 @@ complete with every output once. One server per dialect hosts every sample (`mod
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import openai
 import pytest
 
 from durable_responses.testing import FakeModel
-from tests.samples.model import environ, model_env
+from tests.samples.model import environ, http, model_env, openai_client
 from tests.support import db
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import output_texts, wait_terminal
@@ -112,29 +110,14 @@ def samples(request: pytest.FixtureRequest, _server_pool: Any) -> InProcessServe
     return srv
 
 
-_CLIENTS: dict[str, openai.OpenAI] = {}
-
-
-def _client(srv: Any) -> openai.OpenAI:
-    """One openai client per server (each new one builds an SSL context: ~20-70 ms)."""
-    if srv.base_url not in _CLIENTS:
-        _CLIENTS[srv.base_url] = openai.OpenAI(base_url=srv.base_url + "/v1", api_key="x", max_retries=0)
-    return _CLIENTS[srv.base_url]
-
-
-@functools.cache
-def _http() -> httpx.Client:
-    return httpx.Client(timeout=120)
-
-
 def _replay(srv: Any, response_id: str) -> list[dict[str, Any]]:
     """The response's full event stream (`GET ?stream=true`)."""
-    return stream_events(srv.base_url, response_id, client=_http())
+    return stream_events(srv.base_url, response_id, client=http())
 
 
 def _stream(srv: Any, app: str, text: Any, **kwargs: Any) -> Any:
     """One streamed turn through the openai SDK's stream helper; its replay is a valid sequence."""
-    with _client(srv).responses.stream(model=app, input=text, store=True, **kwargs) as stream:
+    with openai_client(srv.base_url).responses.stream(model=app, input=text, store=True, **kwargs) as stream:
         for _ in stream:
             pass
         final = stream.get_final_response()
@@ -145,7 +128,7 @@ def _stream(srv: Any, app: str, text: Any, **kwargs: Any) -> Any:
 
 def _background(srv: Any, app: str, text: Any, **kwargs: Any) -> Any:
     """One background turn, read back with GET until it ends."""
-    client = _client(srv)
+    client = openai_client(srv.base_url)
     created = client.responses.create(model=app, input=text, background=True, **kwargs)
     final = wait_terminal(client, created.id, timeout=60)
     assert final.status == "completed", final.error
