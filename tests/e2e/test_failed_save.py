@@ -8,7 +8,8 @@ does not. On both dialects, in-process (no process has to die):
 - recovery gives up on a response it took over more than `DURABLE_RESPONSES_MAX_RECOVERIES`
   times (it ends `failed`, saying so), so a write that always fails cannot loop forever;
 - a checkpoint that cannot be encoded ends the response `failed`, saying why;
-- a checkpoint holding a type off the allow-list is refused (422) until it is allowed;
+- a checkpoint holding a type off the allow-list is told in the log as it is saved, and refused
+  (422) when a continuation restores it, until it is allowed;
 - a continuation's reply survives a run stopped between its restore and the reply's delivery.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 import openai
 import pytest
 
+from durable_responses.runtime.run import restorability
 from tests.support import db
 from tests.support.inprocess import InProcessServer
 from tests.support.responses import dump, output_texts, read_jsonl, retrieve, wait_status
@@ -82,10 +84,18 @@ def test_checkpoint_with_a_type_off_the_allow_list_fails_closed(
     database_url: str, inproc_factory: Factory
 ) -> None:
     app = "tests.apps.workflows:custom_state"
+    restorability.forget()  # each refused type is told once per process
     srv = inproc_factory(database_url, app)
     client = srv.client()
     first = client.responses.create(model="m", input="go")
     assert first.status == "completed" and first.output_text == "state 42"
+    # Its first checkpoint holding the type already said so (and what admits it), once.
+    second = client.responses.create(model="m", input="go")
+    told = [line for line in srv.log().splitlines() if "tests.apps.workflows:CustomState" in line]
+    assert len(told) == 1 and f"response {first.id}" in told[0], srv.log()
+    assert "cannot be recovered" in told[0] and "--allow-checkpoint-type" in told[0], told
+    assert "register_checkpoint_type(CustomState)" in told[0], told
+    assert second.status == "completed"
     # Continuing restores the checkpoint, which holds an app type nobody allowed: refused.
     with pytest.raises(openai.UnprocessableEntityError) as refused:
         client.responses.create(model="m", input="again", previous_response_id=first.id)
@@ -100,6 +110,7 @@ def test_checkpoint_with_a_type_off_the_allow_list_fails_closed(
     ok = allowed.client().responses.create(model="m", input="again", previous_response_id=first.id)
     assert ok.status == "completed", ok.error
     assert ok.output_text == "state 42"
+    assert "allow-list refuses" not in allowed.log(), allowed.log()
 
 
 def test_a_checkpoint_that_cannot_be_encoded_ends_the_response_failed(

@@ -1,7 +1,8 @@
 """The checkpoint allow-list admits an agent executor's structured-output class (`response_format`):
 the `AgentResponse` the executor sends on carries its parsed `value`, so every checkpoint taken
 while that response is queued holds an instance (agent-framework's edge_condition and
-switch_case samples: a kill mid the next superstep could not be recovered from them)."""
+switch_case samples: a kill mid the next superstep could not be recovered from them). A class no
+handler declares is named by `refused_type_names`, which the host logs as a checkpoint is saved."""
 
 from __future__ import annotations
 
@@ -14,12 +15,18 @@ from agent_framework import (
     AgentExecutorResponse,
     InMemoryCheckpointStorage,
     WorkflowBuilder,
+    WorkflowCheckpoint,
 )
 from agent_framework import WorkflowContext as Ctx
 from agent_framework import executor as executor_fn
 from pydantic import BaseModel
 
-from durable_responses.runtime._af_private.checkpoints import decode_checkpoint, encode_checkpoint
+from durable_responses.runtime._af_private.checkpoints import (
+    decode_checkpoint,
+    encode_checkpoint,
+    pickled_type_names,
+    refused_type_names,
+)
 from durable_responses.runtime.apps.apps import declared_types
 from durable_responses.testing.chat_client import RuleChatClient
 
@@ -64,3 +71,26 @@ def test_every_checkpoint_of_a_structured_output_workflow_decodes_with_its_decla
     assert len(checkpoints) >= 2, checkpoints
     for checkpoint in checkpoints:
         decode_checkpoint(encode_checkpoint(checkpoint), allowed_types=allowed)
+
+
+class _Kept:
+    """Kept in workflow state only: no handler declares it."""
+
+
+class _AlsoKept:
+    pass
+
+
+def test_the_refused_types_of_a_checkpoint_are_named_each_once() -> None:
+    checkpoint = WorkflowCheckpoint(
+        workflow_name="w",
+        graph_signature_hash="h",
+        state={"a": _Kept(), "b": [_AlsoKept(), _Kept()], "note": '"__type__":"x:y"'},
+    )
+    text = encode_checkpoint(checkpoint)
+    kept, also = f"{__name__}:_Kept", f"{__name__}:_AlsoKept"
+    assert {kept, also} <= pickled_type_names(text)
+    assert "x:y" not in pickled_type_names(text)  # a string holding the marker is not a value
+    assert sorted(refused_type_names(text)) == sorted([kept, also])
+    assert refused_type_names(text, allowed_types=[kept]) == [also]
+    assert refused_type_names(text, allowed_types=[kept, also]) == []

@@ -78,6 +78,8 @@ from .checkpoints import (
     decode_session,
     encode_checkpoint,
     encode_session,
+    pickled_type_names,
+    refused_type_names,
 )
 from .compat import (
     CONVERT_PARAMETERS,
@@ -116,7 +118,9 @@ __all__ = [
     "make_restorable",
     "on_events_end",
     "pace_events",
+    "pickled_type_names",
     "quiet_repeated_build_warnings",
+    "refused_type_names",
     "typed_workflow_agent",
     "unverified_release",
 ]

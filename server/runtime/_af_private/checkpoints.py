@@ -34,6 +34,8 @@ __all__ = [
     "decode_session",
     "encode_checkpoint",
     "encode_session",
+    "pickled_type_names",
+    "refused_type_names",
 ]
 
 # Admitted in every checkpoint beyond the framework's own allow-list: `list[Message]` and other
@@ -138,6 +140,32 @@ def decode_checkpoint(text: str, *, allowed_types: Iterable[str] = ()) -> Workfl
     if not isinstance(decoded, dict):
         raise WorkflowCheckpointException("Checkpoint text does not hold a checkpoint object.")
     return WorkflowCheckpoint.from_dict(decoded)
+
+
+# A pickled value's type name as `_json_text` writes it (no space after the colon, either writer);
+# a string holding the marker is escaped in JSON text, so only the encoding's own key matches.
+_TYPE_NAME_RE = re.compile('"' + re.escape(_TYPE_MARKER) + r'":"([^"\\]+)"')
+
+
+def pickled_type_names(text: str) -> set[str]:
+    """The "module:qualname" of every value ``encode_checkpoint`` text holds pickled (the outer
+    value's type; the classes inside it show only when it is decoded)."""
+    return set(_TYPE_NAME_RE.findall(text))
+
+
+def refused_type_names(text: str, *, allowed_types: Iterable[str] = ()) -> list[str]:
+    """Every type ``decode_checkpoint(text, allowed_types=...)`` refuses, in the order it meets
+    them (an empty list: the text decodes). Decodes once more per refused type."""
+    refused: list[str] = []
+    while True:
+        try:
+            decode_checkpoint(text, allowed_types=(*allowed_types, *refused))
+        except CheckpointTypeRefused as exc:
+            if exc.type_name in refused:
+                return refused
+            refused.append(exc.type_name)
+        else:
+            return refused
 
 
 def encode_session(session: dict[str, Any]) -> str:

@@ -12,7 +12,8 @@ Invariants:
   this run saved.
 - Decoding enforces the framework's allow-list plus the app's registered types; a pause's
   checkpoint (it holds pending requests) is refused at `save()` unless it decodes, so the
-  pausing turn fails instead of the answering one.
+  pausing turn fails instead of the answering one; any other checkpoint's refused types are
+  logged as it is saved (`restorability`), the first time each is met.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from agent_framework.exceptions import WorkflowCheckpointException
 from ...store import Store
 from ...store.records import CheckpointRow, Write
 from .._af_private import CheckpointTypeRefused, decode_checkpoint, encode_checkpoint
+from .restorability import check_restorable
 
 SaveHook = Callable[[WorkflowCheckpoint, str], Awaitable[None]]
 SettleHook = Callable[[], Awaitable[None]]
@@ -73,6 +75,9 @@ class SqlCheckpointStorage:
                 # through the allow-list. Refused now, the pausing turn fails saying so, before
                 # anyone acts on a request whose answer the host could not take.
                 self._check_restorable(data)
+            else:
+                # Read back only by a recovery: a refused type is told now, the run goes on.
+                check_restorable(data, self._allowed, self.response_id)
             if self._on_save is not None:
                 await self._on_save(checkpoint, data)
             else:
