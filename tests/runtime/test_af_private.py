@@ -954,3 +954,28 @@ def test_a_graph_warning_shows_once_per_process_not_once_per_build(caplog: pytes
         build_warnings._ONCE.seen.update(seen)
         if installed:
             logger.addFilter(build_warnings._ONCE)
+
+
+def test_an_unnamed_workflows_made_up_name_is_not_the_apps_name() -> None:
+    """`WorkflowBuilder` names an unnamed workflow `WorkflowBuilder-<uuid4>`, another per build
+    (and per process): the app is called by its `--app` target instead, in every process."""
+    from agent_framework import Executor, Workflow, WorkflowBuilder, handler
+
+    from durable_responses.runtime._af_private import generated_name
+    from durable_responses.runtime.apps.apps import HostedApp
+
+    class Echo(Executor):
+        @handler
+        async def run(self, messages: list[Message], ctx: WorkflowContext[None, str]) -> None:
+            await ctx.yield_output("ok")
+
+    def unnamed() -> Workflow:
+        return WorkflowBuilder(start_executor=Echo(id="echo")).build()
+
+    made_up = unnamed().name
+    assert generated_name(made_up) and generated_name(unnamed().as_agent().name), made_up
+    assert not generated_name("WorkflowBuilder") and not generated_name(None)
+    named = WorkflowBuilder(name="mine", start_executor=Echo(id="echo")).build()
+    assert not generated_name(named.name)
+    assert HostedApp("pkg.mod:unnamed", unnamed).name == "pkg.mod:unnamed"
+    assert HostedApp("pkg.mod:named", lambda: named).name == "mine"

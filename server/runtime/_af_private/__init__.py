@@ -95,6 +95,7 @@ from .workflow_types import (
     declared_request_types,
     dispatchable,
     functional_workflow_of,
+    generated_name,
 )
 
 __all__ = [
@@ -115,6 +116,7 @@ __all__ = [
     "encode_checkpoint",
     "encode_session",
     "functional_workflow_of",
+    "generated_name",
     "make_restorable",
     "on_events_end",
     "pace_events",

@@ -1,7 +1,7 @@
 """What the framework does with a workflow's types, asked of the framework itself: a reply
 coerced as ``Workflow.run(responses=...)`` will, whether a value can be routed to a declared
 input, the request types an executor's ``@response_handler``s declare, the workflow a
-``FunctionalWorkflowAgent`` wraps.
+``FunctionalWorkflowAgent`` wraps, whether a workflow's name is one the builder made up.
 
 Private names: ``agent_framework._workflows._typing_utils.try_coerce_to_type`` /
 ``is_instance_of``, ``Executor._response_handler_specs``, ``FunctionalWorkflowAgent._workflow``.
@@ -9,6 +9,7 @@ Private names: ``agent_framework._workflows._typing_utils.try_coerce_to_type`` /
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,22 @@ from agent_framework import Executor
 # The coercion ``Workflow.run(responses=...)`` applies to a reply before checking its type.
 from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_to_type
 
-__all__ = ["coerce_request_response", "declared_request_types", "dispatchable", "functional_workflow_of"]
+__all__ = [
+    "coerce_request_response",
+    "declared_request_types",
+    "dispatchable",
+    "functional_workflow_of",
+    "generated_name",
+]
+
+# The name ``WorkflowBuilder`` gives a workflow built without one: new per builder (a uuid4).
+_GENERATED_NAME = re.compile(r"WorkflowBuilder-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def generated_name(name: str | None) -> bool:
+    """Whether ``name`` is the one ``WorkflowBuilder`` made up for an unnamed workflow (its
+    ``as_agent()`` takes it too): another in every process, so no name to record or show."""
+    return name is not None and _GENERATED_NAME.fullmatch(name) is not None
 
 
 def functional_workflow_of(agent: Any) -> Any:

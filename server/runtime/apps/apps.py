@@ -39,6 +39,7 @@ from .._af_private import (
     declared_request_types,
     dispatchable,
     functional_workflow_of,
+    generated_name,
     make_restorable,
     typed_workflow_agent,
 )
@@ -73,7 +74,10 @@ class HostedApp:
             self.kind = "workflow"
         elif isinstance(probe, FunctionalAgent):
             self.kind = "functional_workflow"
-        self.name = getattr(probe, "name", None) or spec
+        # Recorded with each response and shown (`/v1/models`, `mcp_call.server_label`, metrics):
+        # the same in every process, so not the name an unnamed `WorkflowBuilder` makes up.
+        name = getattr(probe, "name", None)
+        self.name: str = spec if not name or generated_name(name) else str(name)
         # What of a request's options can reach the app's model calls (`run_options`).
         self.reach: AppReach = reach_of(probe)
         workflow = getattr(probe, "workflow", None)
