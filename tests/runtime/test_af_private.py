@@ -555,7 +555,14 @@ def test_checkpoint_values_encode_as_the_framework_encodes_them() -> None:
 
 
 def test_checkpoint_text_keeps_values_orjson_would_change() -> None:
-    for state in ({"x": float("nan"), "y": float("inf")}, {"big": 2**70}, {"t": "a\u00e9\x01"}):
+    states = (
+        {"x": float("nan"), "y": float("inf")},
+        {"none": None, "deep": [{"n": -float("inf")}]},  # a `null` of its own beside the float
+        {"none": None, "f": 1.5},
+        {"big": 2**70},
+        {"t": "a\u00e9\x01"},
+    )
+    for state in states:
         checkpoint = WorkflowCheckpoint(workflow_name="w", graph_signature_hash="h", state=state)
         again = decode_checkpoint(encode_checkpoint(checkpoint)).state
         assert repr(again) == repr(state)
