@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from ...observability import metrics
 from ...store import JournalRow
 
@@ -111,7 +113,8 @@ class JournalStats:
         return cls(*(int(body.get(k) or 0) for k in ("recorded", "replayed", "rerun")))
 
     def json(self) -> str:
-        return json.dumps({"recorded": self.recorded, "replayed": self.replayed, "rerun": self.rerun})
+        counts = {"recorded": self.recorded, "replayed": self.replayed, "rerun": self.rerun}
+        return orjson.dumps(counts).decode()
 
 
 @dataclass
@@ -132,7 +135,7 @@ class RunJournal:
 
     def __post_init__(self) -> None:
         # The counts the response's row holds already (an earlier life's): no write carries them.
-        self.baseline = self.stats.json()
+        self.baseline = self.stats
         self._found: dict[tuple[str, str], JournalRow] = {}
         self._model_calls: dict[str, int] = {}
         self._mismatch_logged = False

@@ -191,7 +191,7 @@ class SqlSink(Sink):
             response_id, self.record if journaling else None, stats=journal_stats or JournalStats()
         )
         # The counts a write last carried (at first, those the response's row holds already).
-        self._journal_sent = _counts(JournalStats.from_json(self.journal.baseline))
+        self._journal_sent = _counts(self.journal.baseline)
 
     def emit(self, event: dict[str, Any]) -> None:
         seq = self.seq
