@@ -126,6 +126,34 @@ def test_request_declared_tool_stays_a_call_the_client_answers(
     assert tool_runs(tmp_path) == []
 
 
+def test_a_server_tool_called_beside_a_request_declared_tool_is_not_the_clients_call(
+    servers: Servers, dialect: str, api: str, fake: FakeModel, tmp_path: Path
+) -> None:
+    """One model turn calls the request's `get_weather` (the client's) and `lookup_order` (the
+    server's): agent-framework holds the second until the first is answered. The pause shows
+    only the client's function_call; its function_call_output alone continues the turn, and
+    `lookup_order` then runs once, an `mcp_call` with its name, arguments and output."""
+    tee = servers.get("tool_agent", dialect)
+    first = stream_turn(
+        tee, fake, input="get_weather city=Paris and lookup_order order_id=A1", tools=[WEATHER_TOOL]
+    )
+    assert first.types == ["function_call"], first.response.output
+    call = first.response.output[0]
+    assert call.name == "get_weather" and tool_runs(tmp_path) == []
+    answer = [{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}]
+    second = stream_turn(
+        tee, fake, previous_response_id=first.response.id, input=answer, tools=[WEATHER_TOOL]
+    )
+    assert second.types == ["mcp_call", "message"], second.response.output
+    ran = second.response.output[0]
+    assert (ran.name, json.loads(ran.arguments), ran.output) == (
+        "lookup_order",
+        {"order_id": "A1"},
+        "order A1 shipped on 2026-11-30",
+    )
+    assert [r["tool"] for r in tool_runs(tmp_path)] == ["lookup_order"]
+
+
 def _ask_refund(tee: Tee, fake: FakeModel, **link: Any) -> Any:
     turn = stream_turn(tee, fake, input="refund_payment order_id=A1 amount=5", **link)
     assert turn.types == ["mcp_approval_request"], turn.types

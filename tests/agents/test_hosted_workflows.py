@@ -231,3 +231,42 @@ def test_tool_approval_inside_a_workflow_approve_and_reject(
         {"model": "m", **link(reject_link, second), "input": approval_answer(request2, False)},
     )
     assert again2.status_code == 409, again2.text
+
+
+@pytest.mark.parametrize("app", ["sequential_approval", "approval_agent"])
+def test_a_server_tool_called_beside_an_approval_waits_unshown_and_runs_named_after_it(
+    servers: Servers, dialect: str, api: str, fake: FakeModel, tmp_path: Path, app: str
+) -> None:
+    """One model turn calls `lookup_order` (the server runs it) and the approval-gated
+    `refund_payment`: agent-framework holds the first until the approval is answered. The pause
+    shows only the `mcp_approval_request` (the held tool is the server's, never a call for the
+    client); the approval alone continues it, and both tools then run once, each an `mcp_call`
+    with its name, arguments and output (a workflow's agent, and a plain agent)."""
+    tee = servers.get(app, dialect)
+    first = stream_turn(tee, fake, input="lookup_order and refund_payment order_id=A1 amount=5")
+    assert first.types == ["mcp_approval_request"], first.response.output
+    (request,) = first.response.output
+    assert request.name == "refund_payment" and tool_runs(tmp_path) == []
+    approved = stream_turn(
+        tee, fake, input=approval_answer(request.id, True), previous_response_id=first.response.id
+    )
+    assert approved.response.status == "completed", approved.response.error
+    assert approved.types == ["mcp_call", "mcp_call", "message"], approved.response.output
+    held, gated = approved.response.output[:2]
+    assert (held.name, json.loads(held.arguments), held.output) == (
+        "lookup_order",
+        {"order_id": "A1"},
+        "order A1 shipped on 2026-11-30",
+    )
+    assert held.approval_request_id is None and held.server_label
+    assert (gated.name, gated.output, gated.approval_request_id) == (
+        "refund_payment",
+        "refunded 5.00 for order A1",
+        request.id,
+    )
+    # (run concurrently: in either order)
+    assert sorted(r["tool"] for r in tool_runs(tmp_path)) == ["lookup_order", "refund_payment"]
+    assert approved.texts == [
+        "cashier: Tool lookup_order returned: order A1 shipped on 2026-11-30; "
+        "Tool refund_payment returned: refunded 5.00 for order A1"
+    ]

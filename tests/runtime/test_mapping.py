@@ -7,6 +7,7 @@ from typing import Any
 from agent_framework import AgentResponseUpdate, Content
 
 from durable_responses.protocol import events as ev
+from durable_responses.runtime.pauses.approval_calls import AnsweredCall, held_calls
 from durable_responses.runtime.run.mapping import SERVER_TOOLS_FUNCTION, ItemMapper, MapperSetup
 from durable_responses.runtime.run.open_items import ClosedItem
 
@@ -156,6 +157,88 @@ def test_a_tool_awaiting_approval_is_an_approval_request_and_its_call_is_never_s
     assert [a.request_id for a in mapper.approvals] == ["apr_1"]
     (closed,) = mapper.close_all()
     assert closed.item["type"] == "mcp_approval_request"
+
+
+def _added(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (e["item"]["type"], e["item"].get("name", "")) for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED
+    ]
+
+
+def test_a_server_call_held_beside_an_approval_is_not_shown_and_is_named_when_it_runs() -> None:
+    """One model turn calls `lookup` (the server's) and the approval-gated `refund`:
+    agent-framework runs neither and asks approval for `refund` only. The pause shows the
+    approval request alone; the answering turn (its plan names the held call) shows both as
+    `mcp_call` items, named, when their results arrive."""
+    lookup = Content.from_function_call("call_1", "lookup", arguments='{"sku": "A1"}')
+    refund = Content.from_function_call("call_7", "refund", arguments='{"amount": 5}')
+    paused, events, _ = _mapper()
+    paused.feed(_update(lookup, refund))
+    paused.feed(_update(Content.from_function_approval_request("apr_1", refund)))
+    paused.close_all()
+    assert _added(events) == [("mcp_approval_request", "refund")]
+
+    answered = {
+        "call_1": AnsweredCall("lookup", '{"sku": "A1"}', None),
+        "call_7": AnsweredCall("refund", '{"amount": 5}', "apr_1"),
+    }
+    resumed, events, _ = _mapper(answered_calls=answered)
+    resumed.feed(_update(Content.from_function_result("call_1", result="3")))
+    resumed.feed(_update(Content.from_function_result("call_7", result="done")))
+    done = [e["item"] for e in events if e["type"] == ev.OUTPUT_ITEM_DONE]
+    assert [(i["type"], i["name"], i["arguments"], i["output"]) for i in done] == [
+        ("mcp_call", "lookup", '{"sku": "A1"}', "3"),
+        ("mcp_call", "refund", '{"amount": 5}', "done"),
+    ]
+    assert [i.get("approval_request_id") for i in done] == [None, "apr_1"]
+
+
+def test_beside_a_call_the_client_answers_only_that_call_is_a_function_call() -> None:
+    """A declaration-only call (re-announced as `user_input_request`) is the client's; the
+    server's call of the same turn, held, is not shown; if its result comes after all, it is
+    shown as its `mcp_call`, named."""
+    weather = Content.from_function_call("call_w", "get_weather", arguments='{"city": "Paris"}')
+    lookup = Content.from_function_call("call_1", "lookup", arguments="{}")
+    mapper, events, _ = _mapper()
+    mapper.feed(_update(weather, lookup))
+    pause = Content.from_function_call("call_w", "get_weather", arguments='{"city": "Paris"}')
+    pause.user_input_request = True
+    mapper.feed(_update(pause))
+    mapper.feed(_text("Checking.", message_id="m2"))
+    assert _added(events)[0] == ("function_call", "get_weather")
+    mapper.feed(_update(Content.from_function_result("call_1", result="3")))
+    mapper.close_all()
+    assert [t for t, _ in _added(events)] == ["function_call", "message", "mcp_call"]
+    assert _added(events)[2] == ("mcp_call", "lookup")
+
+
+def test_held_calls_are_found_wherever_the_paused_state_keeps_them() -> None:
+    """Live contents (a checkpoint's state) and their dict forms (a session's) alike."""
+    refund = Content.from_function_call("call_7", "refund", arguments={"amount": 5})
+    state = {
+        "executor": {"pending": {"apr_1": Content.from_function_approval_request("apr_1", refund)}},
+        "session": {
+            "groups": [
+                {
+                    "requests": [
+                        {
+                            "type": "function_approval_request",
+                            "function_call": {
+                                "type": "function_call",
+                                "call_id": "call_1",
+                                "name": "lookup",
+                                "arguments": '{"sku":"A1"}',
+                            },
+                        }
+                    ]
+                }
+            ]
+        },
+    }
+    assert held_calls(state) == {
+        "call_7": AnsweredCall("refund", '{"amount":5}', None),
+        "call_1": AnsweredCall("lookup", '{"sku":"A1"}', None),
+    }
 
 
 def test_a_request_the_response_announced_already_is_not_shown_again() -> None:

@@ -67,6 +67,17 @@ def ran(name: str, output_has: str) -> Any:
     return check
 
 
+def ran_all(*calls: tuple[str, str]) -> Any:
+    """Each of these tools ran once, in this order, each its named `mcp_call` (`ran`)."""
+
+    def check(resp: Body) -> None:
+        assert [c["name"] for c in items_of(resp, "mcp_call")] == [name for name, _ in calls], resp["output"]
+        for name, output_has in calls:
+            ran(name, output_has)(resp)
+
+    return check
+
+
 def asks(key: str, value_start: str) -> Any:
     def check(resp: Body) -> None:
         data = request_data(resp)
@@ -146,10 +157,18 @@ FLOWS = [
         [Step(call_output("Seattle, WA"), says("helpful: Tool get_user_location returned: Seattle, WA"))],
     ),
     Flow(
+        # The sample's own ask: the schema tool (the server's, no approval) and the gated query in
+        # one model turn; agent-framework holds the first until the approval is answered.
         "sequential_builder_tool_approval",
-        "Run execute_database_query query=\"UPDATE orders SET status='processing'\"",
+        "Check the schema with get_database_schema, then run execute_database_query "
+        "query=\"UPDATE orders SET status='processing'\"",
         approvals("execute_database_query", labels=("DatabaseAgent",)),
-        [Step(approve_all, ran("execute_database_query", "3 rows affected"))],
+        [
+            Step(
+                approve_all,
+                ran_all(("get_database_schema", "Tables:"), ("execute_database_query", "3 rows affected")),
+            )
+        ],
     ),
     Flow(
         "concurrent_builder_tool_approval",

@@ -265,11 +265,6 @@ def test_foundry_hosted_workflow_sample_answers_as_foundry_calls_it(
     assert texts(final) == [text], final["output"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a tool the server runs, called in the same model turn as an approval-gated one, is "
-    "shown as a client function_call while the approval waits, and its mcp_call has no name after",
-)
 def test_a_server_tool_beside_an_approval_is_not_shown_as_the_clients_call(
     hitl_server: InProcessServer,
 ) -> None:

@@ -129,7 +129,7 @@ class Launcher:
             next_output_index=next_index,
             announced=plan.announced,
             server_label=self._app.name,
-            answered_calls=approval_calls(plan.messages),
+            answered_calls={**plan.held_calls, **approval_calls(plan.messages)},
             server_tools=self._settings.server_tools,
             resumed=resumed_items,
             usage=usage.stream,
@@ -186,7 +186,7 @@ class Launcher:
             spec.response_id,
             sink.emit,
             server_label=self._app.name,
-            answered_calls=approval_calls(plan.messages),
+            answered_calls={**plan.held_calls, **approval_calls(plan.messages)},
             server_tools=self._settings.server_tools,
             usage=usage.stream,
         )

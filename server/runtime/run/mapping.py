@@ -22,6 +22,12 @@ Invariants:
   Foundry host). A tool declared by the request (the client runs it) is a `function_call` item
   alone; a tool that waits for approval is an `mcp_approval_request` item alone (its call is held
   back while it streams, and never shown: `request_items`).
+- A turn that pauses (an approval request, or a call the client must answer, which
+  agent-framework re-announces as `user_input_request`) may leave calls of the same model turn
+  unrun: agent-framework holds the tools the server runs until the pause is answered. Such a call
+  is not the client's, so it is never shown as a `function_call`: it stays unshown, and is shown
+  (`mcp_call`, named from `answered_calls`, which the answering turn's plan fills from the
+  paused state) when its result arrives.
 """
 
 from __future__ import annotations
@@ -118,6 +124,12 @@ class ItemMapper:
         # call the client runs); a call that turns into an approval request is never shown
         # (the `mcp_approval_request` stands for it).
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        # Once the turn pauses (`_paused`), the buffered calls that are not the client's
+        # (`_client_calls`: re-announced as `user_input_request`) are the server's, held by the
+        # framework until the pause is answered: kept here unshown, shown if their result comes.
+        self._paused = False
+        self._client_calls: set[str] = set()
+        self._held: dict[str, tuple[str, list[str]]] = {}
         # Calls this turn's approval answers let run (call id -> name, arguments, approval
         # request id): the previous turn showed only their approval requests, so each is shown
         # with its result.
@@ -165,6 +177,8 @@ class ItemMapper:
     def _content(self, update: AgentResponseUpdate, author: str, content: Content) -> None:
         kind = content.type
         replace = getattr(content, "merge_mode", None) == "replace"
+        if kind == "function_result" and content.call_id in self._held:
+            self._calls[content.call_id] = self._held.pop(content.call_id)  # it ran after all
         if self._calls and kind not in ("function_call", "function_approval_request", "usage"):
             if kind != "function_result":
                 self._show_calls()
@@ -185,6 +199,7 @@ class ItemMapper:
             self._function_result(content)
         elif kind == "function_approval_request":
             self._current.pop(author, None)
+            self._paused = True
             # Inside a workflow the update is the WorkflowAgent's; the request's event names the
             # executor (the agent) that asked.
             source = getattr(update.raw_representation, "source_executor_id", None)
@@ -197,6 +212,7 @@ class ItemMapper:
 
     def _drop_call(self, call_id: str) -> None:
         self._calls.pop(call_id, None)
+        self._held.pop(call_id, None)
 
     def _fresh_key(self, prefix: str, author: str) -> str:
         self._serial += 1
@@ -266,20 +282,28 @@ class ItemMapper:
             # replay of a call a crash left open: it goes on as the same item).
             shown.replayed()
             return
-        name, chunks = self._calls.setdefault(call_id, (content.name or "", []))
-        if content.name and not name:
-            self._calls[call_id] = (content.name, chunks)
         # A declaration-only tool's pause (`user_input_request`) re-announces the model's call
-        # whole, after the call streamed: its arguments are not new.
-        whole = replace or bool(getattr(content, "user_input_request", False))
+        # whole, after the call streamed: its arguments are not new, and the call is the client's.
+        client = bool(getattr(content, "user_input_request", False))
+        if client:
+            self._paused = True
+            self._client_calls.add(call_id)
+        held = self._held.pop(call_id, None)
+        name, chunks = held if held is not None else self._calls.get(call_id, ("", []))
+        self._calls[call_id] = (name or content.name or "", chunks)
+        whole = replace or client
         if raw is None or (whole and chunks):
             return  # nothing new, or the whole arguments again after their chunks
         chunks.append(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")))
 
     def _show_calls(self, until: str | None = None) -> None:
-        """Show the buffered calls in order (all, or up to and including `until`)."""
+        """Show the buffered calls in order (all, or up to and including `until`); once the turn
+        paused, a call that is not the client's is held instead (see `_held`)."""
         for call_id in list(self._calls):
             name, chunks = self._calls.pop(call_id)
+            if call_id != until and self._paused and call_id not in self._client_calls:
+                self._held[call_id] = (name, chunks)
+                continue
             item = self._items.open(
                 FUNCTION_CALL,
                 f"fc:{call_id}",

@@ -8,12 +8,14 @@ counts) goes to the run's sink (`Launcher.sink`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_framework import Message
 
 from ...protocol.request import CreateRequest
+from ..pauses.approval_calls import AnsweredCall
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,10 @@ class RunPlan:
     # A plain agent's `AgentSession` as the previous turn left it (`AgentSession.to_dict()`);
     # None: a new session. Workflows keep their state in checkpoints instead.
     session: dict[str, Any] | None = None
+    # The calls agent-framework held back when the turn this one answers paused (a tool the
+    # server runs, called beside an approval-gated one), by call id: never shown, they run once
+    # the answer arrives and are shown then, named (`approval_calls.held_calls`).
+    held_calls: Mapping[str, AnsweredCall] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

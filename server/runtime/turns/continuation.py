@@ -42,6 +42,7 @@ from .._af_private import CheckpointTypeRefused, decode_checkpoint, decode_sessi
 from ..apps.apps import HostedApp
 from ..apps.inputs import InputError
 from ..apps.messages import declaration_tools, input_items_to_messages
+from ..pauses.approval_calls import held_calls
 from ..pauses.replies import (
     answered_ids,
     approval_messages,
@@ -75,6 +76,12 @@ def _kind(item: Mapping[str, Any]) -> str:
 
 def _call_ids(items: Sequence[Mapping[str, Any]], kind: str) -> list[str]:
     return [str(i.get("call_id")) for i in items if i.get("type") == kind]
+
+
+def _answers_calls(items: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether `items` answer a tool approval or a call: the answers that let agent-framework run
+    the calls it held back beside them (`approval_calls.held_calls`)."""
+    return any(_kind(i) in ("mcp_approval_response", "function_call_output") for i in items)
 
 
 def _quoted(ids: Sequence[str]) -> str:
@@ -299,7 +306,8 @@ class Continuations:
         current = approval_messages(items, list(turn.session_pending))
         if turn.session is not None:
             session = decode_session(turn.session.data, allowed_types=self.allowed_types)
-            return RunPlan(messages=system + current, tools=tools, session=session)
+            held = held_calls(session) if _answers_calls(items) else {}
+            return RunPlan(messages=system + current, tools=tools, session=session, held_calls=held)
         return RunPlan(messages=system + list(turn.history) + current, tools=tools)
 
     async def plan_delivery(self, user_id: str, req: CreateRequest, cp: CheckpointRow) -> RunPlan:
@@ -309,8 +317,16 @@ class Continuations:
         return self._deliver(cp, items, declaration_tools(req.tools) if req.tools else [])
 
     def _deliver(self, cp: CheckpointRow, items: list[dict[str, Any]], tools: list[Any]) -> RunPlan:
-        current = reply_messages(self._decode(cp), items)
-        return RunPlan(messages=current, checkpoint_id=cp.checkpoint_id, checkpoint_data=cp.data, tools=tools)
+        checkpoint = self._decode(cp)
+        current = reply_messages(checkpoint, items)
+        held = held_calls(checkpoint.state) if _answers_calls(items) else {}
+        return RunPlan(
+            messages=current,
+            checkpoint_id=cp.checkpoint_id,
+            checkpoint_data=cp.data,
+            tools=tools,
+            held_calls=held,
+        )
 
     def _decode(self, cp: CheckpointRow) -> WorkflowCheckpoint:
         """Decode a checkpoint, failing closed (422) on a type off the allow-list (the cache
