@@ -1,11 +1,11 @@
 """Tool approvals as data: the approval a plain agent's run ended waiting for, and the calls an
 approval answer of a later turn decides (the client answered the request; the call itself was
-never shown)."""
+never shown), or that the framework held back with it (`session_calls`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,4 +46,24 @@ def approval_calls(messages: Iterable[Message]) -> dict[str, AnsweredCall]:
                 calls[call.call_id] = AnsweredCall(
                     call.name or "", arguments_json(call.arguments), content.id
                 )
+    return calls
+
+
+def session_calls(session: Mapping[str, Any] | None) -> dict[str, AnsweredCall]:
+    """The function calls a plain agent's stored session holds (`AgentSession.to_dict()`), by
+    call id: a batch that waits for approval keeps its calls that need none there too, held
+    back (never shown) until the answering turn runs them with the approved ones. Found
+    wherever the session keeps them (any `function_call` content, whatever the release's
+    layout)."""
+    calls: dict[str, AnsweredCall] = {}
+    stack: list[Any] = [session] if session else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            call_id, name = node.get("call_id"), node.get("name")
+            if node.get("type") == "function_call" and isinstance(call_id, str) and call_id and name:
+                calls.setdefault(call_id, AnsweredCall(str(name), arguments_json(node.get("arguments")), None))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return calls

@@ -21,7 +21,8 @@ Invariants:
   `function_call_output` item, both closed at the next commit point (the representation of the
   Foundry host). A tool declared by the request (the client runs it) is a `function_call` item
   alone; a tool that waits for approval is an `mcp_approval_request` item alone (its call is held
-  back while it streams, and never shown: `request_items`).
+  back while it streams, and never shown: `request_items`; so are the calls of its batch that
+  need no approval, which the framework runs with it in the answering turn).
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ class ItemMapper:
         # call the client runs); a call that turns into an approval request is never shown
         # (the `mcp_approval_request` stands for it).
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        # Calls the framework re-announced as a pause for the caller (a declaration-only tool's
+        # `user_input_request`): the client runs them, so they are shown even beside approvals.
+        self._caller_calls: set[str] = set()
         # Calls this turn's approval answers let run (call id -> name, arguments, approval
         # request id): the previous turn showed only their approval requests, so each is shown
         # with its result.
@@ -271,7 +275,10 @@ class ItemMapper:
             self._calls[call_id] = (content.name, chunks)
         # A declaration-only tool's pause (`user_input_request`) re-announces the model's call
         # whole, after the call streamed: its arguments are not new.
-        whole = replace or bool(getattr(content, "user_input_request", False))
+        for_caller = bool(getattr(content, "user_input_request", False))
+        if for_caller:
+            self._caller_calls.add(call_id)
+        whole = replace or for_caller
         if raw is None or (whole and chunks):
             return  # nothing new, or the whole arguments again after their chunks
         chunks.append(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")))
@@ -364,6 +371,12 @@ class ItemMapper:
 
     def close_all(self, status: str = "completed") -> list[ClosedItem]:
         """Emit the closing events of every open item; return them for `output_items`."""
+        if self._calls and self._requests.approvals:
+            # A batch that waits for approval: the framework holds back its calls that need
+            # none (it runs them with the approved ones, in the answering turn, which shows
+            # them then: `approval_calls.session_calls`); only the caller's own are shown.
+            for call_id in [c for c in self._calls if c not in self._caller_calls]:
+                del self._calls[call_id]
         if self._calls:
             self._show_calls()
         self._current.clear()
