@@ -89,7 +89,9 @@ def weather_with_approval() -> Agent:
     return Agent(
         client=OpenAIChatClient(),
         name="WeatherAgent",
-        instructions=("You are a helpful weather assistant. Use the get_weather tool to provide weather information."),
+        instructions=(
+            "You are a helpful weather assistant. Use the get_weather tool to provide weather information."
+        ),
         tools=[m.get_weather, m.get_weather_detail],
     )
 

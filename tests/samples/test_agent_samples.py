@@ -42,6 +42,7 @@ APPS = {
 }
 ALL = ",".join(f"{name}={app}" for name, app in APPS.items())
 WEATHER = "What's the weather like in Seattle? get_weather location=Seattle"
+REJECTED = "Error: Tool call invocation was rejected by user."
 CALENDAR = 'Please add to calendar: event_name="dentist appointment" date="March 15th"'
 
 
@@ -168,7 +169,10 @@ def test_context_provider_sample_keeps_its_registered_state_type_across_turns(
 
 def _one_request(resp: Body, name: str) -> Body:
     (request,) = items_of(completed(resp), "mcp_approval_request")
-    assert (request["name"], request["server_label"]) == (name, "CalendarAgent" if "calendar" in name else "WeatherAgent")
+    assert (request["name"], request["server_label"]) == (
+        name,
+        "CalendarAgent" if "calendar" in name else "WeatherAgent",
+    )
     return request
 
 
@@ -177,12 +181,15 @@ def test_approval_sessions_sample_runs_an_approved_tool_once_and_never_a_rejecte
 ) -> None:
     """function_tool_with_approval_and_sessions: `add_to_calendar` waits for approval: an
     `mcp_approval_request`; approved (previous_response_id), it runs once, shown as an
-    `mcp_call` naming the approval; rejected (in a conversation), it never runs."""
+    `mcp_call` naming the approval; rejected (in a conversation), it never runs and the model
+    is told so."""
     paused = _stream(served, "approval_sessions", CALENDAR)
     request = _one_request(paused, "add_to_calendar")
     assert json.loads(request["arguments"]) == {"event_name": "dentist appointment", "date": "March 15th"}
     assert not items_of(paused, "function_call") and not items_of(paused, "mcp_call"), paused["output"]
-    done = completed(_json(served, "approval_sessions", approve_all(paused), previous_response_id=paused["id"]))
+    done = completed(
+        _json(served, "approval_sessions", approve_all(paused), previous_response_id=paused["id"])
+    )
     (call,) = items_of(done, "mcp_call")
     assert call["output"] == "Added 'dentist appointment' to calendar on March 15th", call
     assert call["approval_request_id"] == request["id"], call
@@ -193,8 +200,10 @@ def test_approval_sessions_sample_runs_an_approved_tool_once_and_never_a_rejecte
     request = _one_request(paused, "add_to_calendar")
     no = [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": False}]
     done = completed(_stream(served, "approval_sessions", no, conversation=conversation.id))
-    assert not items_of(done, "mcp_call"), done["output"]
-    assert texts(done) and "rejected" in texts(done)[-1].lower(), texts(done)
+    # The framework's answer for the call stands in for its result (shown as the call's output).
+    (call,) = items_of(done, "mcp_call")
+    assert call["output"] == REJECTED and call["approval_request_id"] == request["id"], call
+    assert texts(done) == [f"helpful: Tool add_to_calendar returned: {REJECTED}"], texts(done)
     assert ">>> EXECUTING" not in capsys.readouterr().out
 
 
@@ -268,12 +277,16 @@ def test_runtime_json_schema_sample_answers_in_the_schema_asked_with_text_format
     fmt = {"type": "json_schema", "name": runtime_schema["title"], "strict": True, "schema": runtime_schema}
     for send in (_stream, _json):
         mark = fake.mark()
-        resp = completed(send(served, "runtime_schema", "Give a brief weather digest for Seattle.", text={"format": fmt}))
+        resp = completed(
+            send(served, "runtime_schema", "Give a brief weather digest for Seattle.", text={"format": fmt})
+        )
         (text,) = texts(resp)
         assert set(json.loads(text)) == set(runtime_schema["required"]), text
         assert resp["text"]["format"]["type"] == "json_schema", resp["text"]
         (call,) = fake.calls_since(mark)
-        assert call.api == "chat" and call.request["response_format"]["json_schema"]["schema"] == runtime_schema
+        assert (
+            call.api == "chat" and call.request["response_format"]["json_schema"]["schema"] == runtime_schema
+        )
 
 
 def test_request_options_reach_the_hello_agent(served: InProcessServer, fake: FakeModel) -> None:
@@ -290,7 +303,9 @@ def test_request_options_reach_the_hello_agent(served: InProcessServer, fake: Fa
         max_output_tokens=16,
         instructions="Answer in French.",
     )
-    assert resp["status"] == "incomplete" and resp["incomplete_details"]["reason"] == "max_output_tokens", resp
+    assert resp["status"] == "incomplete" and resp["incomplete_details"]["reason"] == "max_output_tokens", (
+        resp
+    )
     (call,) = fake.calls_since(mark)
     assert (call.request.get("temperature"), call.request.get("top_p")) == (0.25, 0.5), call.request
     assert "Answer in French." in call.prompt.system_text, call.prompt.system_text

@@ -62,7 +62,8 @@ def session_calls(session: Mapping[str, Any] | None) -> dict[str, AnsweredCall]:
         if isinstance(node, Mapping):
             call_id, name = node.get("call_id"), node.get("name")
             if node.get("type") == "function_call" and isinstance(call_id, str) and call_id and name:
-                calls.setdefault(call_id, AnsweredCall(str(name), arguments_json(node.get("arguments")), None))
+                arguments = arguments_json(node.get("arguments"))
+                calls.setdefault(call_id, AnsweredCall(str(name), arguments, None))
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
