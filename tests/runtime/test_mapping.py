@@ -250,6 +250,35 @@ def test_a_request_the_response_announced_already_is_not_shown_again() -> None:
     assert events == [] and mapper.approvals == []
 
 
+def test_a_call_held_back_beside_an_approval_is_not_shown_and_the_answering_turn_names_it() -> None:
+    """One reply calls `lookup` (no approval) and `refund` (approval): agent-framework holds
+    `lookup` back and runs it with the approved call in the next turn. The pause shows only the
+    approval request (a `function_call` would ask the client to answer it); the next turn finds
+    `lookup`'s name and arguments in the stored session (`held_calls`)."""
+    mapper, events, _ = _mapper()
+    held = Content.from_function_call("call_8", "lookup", arguments='{"sku": "A1"}')
+    call = Content.from_function_call("call_7", "refund", arguments='{"amount": 5}')
+    mapper.feed(_update(held, call))
+    mapper.feed(_update(Content.from_function_approval_request("apr_1", call)))
+    assert [c.item["type"] for c in mapper.close_all()] == ["mcp_approval_request"]
+    assert [e["item"]["type"] for e in events if e["type"] == ev.OUTPUT_ITEM_ADDED] == [
+        "mcp_approval_request"
+    ]
+
+    session = {"state": {"any_provider": {"groups": [{"requests": [{"function_call": held.to_dict()}]}]}}}
+    answered = held_calls(session)
+    assert answered == {"call_8": AnsweredCall("lookup", '{"sku": "A1"}', None)}
+    mapper, events, _ = _mapper(answered_calls=answered)
+    mapper.feed(_update(Content.from_function_result("call_8", result="3")))
+    done = events[1]["item"]
+    assert (done["type"], done["name"], done["arguments"], done["approval_request_id"]) == (
+        "mcp_call",
+        "lookup",
+        '{"sku": "A1"}',
+        None,
+    )
+
+
 def test_closing_otherwise_than_completed_keeps_the_items_out_of_the_output() -> None:
     mapper, events, _ = _mapper()
     mapper.feed(_text("cut sho"))

@@ -20,8 +20,14 @@ _HTTP: dict[str, httpx.Client] = {}
 
 
 def model_env(fake: FakeModel) -> dict[str, str]:
-    """`OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_CHAT_MODEL` pointing at `fake`."""
-    return {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "fake-key", "OPENAI_CHAT_MODEL": "fake"}
+    """`OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_CHAT_MODEL` pointing at `fake` (and
+    `OPENAI_CHAT_COMPLETION_MODEL`, the model `OpenAIChatCompletionClient()` reads)."""
+    return {
+        "OPENAI_BASE_URL": fake.base_url,
+        "OPENAI_API_KEY": "fake-key",
+        "OPENAI_CHAT_MODEL": "fake",
+        "OPENAI_CHAT_COMPLETION_MODEL": "fake",
+    }
 
 
 @contextmanager
