@@ -216,6 +216,7 @@ def test_approval_agent_approve_and_reject(
     )
     assert rejected.response.status == "completed", rejected.response.error
     assert rejected.types[-1] == "message"
+    assert "mcp_call" not in rejected.types, rejected.types  # it never ran (as OpenAI's MCP shows)
     assert rejected.texts[-1].startswith(f"cashier: Tool refund_payment returned: {REJECTED}")
     # The model was told, in the tool result it got.
     last_prompt = fake.calls[-1].prompt

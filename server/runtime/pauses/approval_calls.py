@@ -34,6 +34,8 @@ class AnsweredCall:
     name: str
     arguments: str
     request_id: str | None
+    # False: the answer rejected the call, which never runs (the framework tells the model so).
+    approved: bool = True
 
 
 def arguments_json(raw: Any) -> str:
@@ -51,7 +53,7 @@ def approval_calls(messages: Iterable[Message]) -> dict[str, AnsweredCall]:
             call = content.function_call if content.type == "function_approval_response" else None
             if call is not None and call.call_id:
                 calls[call.call_id] = AnsweredCall(
-                    call.name or "", arguments_json(call.arguments), content.id
+                    call.name or "", arguments_json(call.arguments), content.id, content.approved is not False
                 )
     return calls
 

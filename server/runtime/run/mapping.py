@@ -21,7 +21,8 @@ Invariants:
   `function_call_output` item, both closed at the next commit point (the representation of the
   Foundry host). A tool declared by the request (the client runs it) is a `function_call` item
   alone; a tool that waits for approval is an `mcp_approval_request` item alone (its call is held
-  back while it streams, and never shown: `request_items`).
+  back while it streams, and never shown: `request_items`); if the answer rejects it, it never
+  runs and no `mcp_call` is shown for it (the framework's note to the model is its result).
 - A turn that pauses (an approval request, or a call the client must answer, which
   agent-framework re-announces as `user_input_request`) may leave calls of the same model turn
   unrun: agent-framework holds the tools the server runs until the pause is answered. Such a call
@@ -356,6 +357,10 @@ class ItemMapper:
         self._ran.add(call_id)
         buffered = self._calls.pop(call_id, None)
         answered = self._answered_calls.pop(call_id, None)
+        if answered is not None and not answered.approved:
+            # A rejected call never ran: no `mcp_call` (its result is the framework's note to
+            # the model, whose reply says what it makes of it).
+            return
         if buffered is not None:
             name, arguments = buffered[0], "".join(buffered[1])
         elif answered is not None:
