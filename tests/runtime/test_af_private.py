@@ -10,10 +10,12 @@ Measured on 1.23.0 (the tests below keep these true)
   superstep it runs (the storage is installed as the run's runtime storage), chained to the restored
   checkpoint via ``previous_checkpoint_id``. It writes no entry checkpoint before its first superstep.
   Restoring a checkpoint with no queued messages (e.g. a pause checkpoint) still runs one empty
-  superstep and saves one checkpoint (pending requests unchanged). Answering a pause on a fresh
-  instance (restore + function results) therefore saves: that restore checkpoint, then one entry
-  checkpoint when the responses are delivered (before any executor runs), then one per superstep.
-  ("a restore writes no checkpoint" holds only for the entry checkpoint.)
+  superstep and saves one checkpoint (pending requests unchanged), a superstep that counts against
+  ``max_iterations``. So the mixin answers a pause on a fresh instance (restore + function results)
+  in one ``Workflow.run(checkpoint_id=..., responses=...)``, as the framework resumes a pause itself:
+  it saves one entry checkpoint when the responses are delivered (the answers queued, before any
+  executor runs), then one per superstep. ("a restore writes no checkpoint" holds only for the
+  entry checkpoint.)
 - ``function_invocation_kwargs`` / ``client_kwargs`` passed to a restore are accepted, but the restore
   then imports the checkpoint's state, so the restored supersteps run with the kwargs the ORIGINAL run
   stored in the checkpoint. The input phase (new message or responses) uses the ones passed.
@@ -51,6 +53,7 @@ from agent_framework import (
     WorkflowContext,
     WorkflowEvent,
     handler,
+    response_handler,
 )
 
 from durable_responses.examples.approval import approval_agent
@@ -78,19 +81,22 @@ from tests.apps.workflows import FinalResponseProbe
 from tests.support.framework import AF_CORE, NEWEST, OLDEST
 
 # Per verified agent-framework-core release, sha256 of inspect.getsource of the WorkflowAgent
-# methods `_af_private` overrides: `_run_core` and `_convert_workflow_event_to_agent_response_updates`.
+# methods `_af_private` overrides (`_run_core`, `_convert_workflow_event_to_agent_response_updates`)
+# or calls (`_extract_function_responses`).
 PINNED_SOURCES: dict[str, dict[str, str]] = {
     "1.23.0": {
         "_run_core": "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e",
         "_convert_workflow_event_to_agent_response_updates": (
             "ac1211322e909196b2563ef6f639a860bd7739d7355c72ea33d50ef5d501d2e2"
         ),
+        "_extract_function_responses": "b9430951762ffe9870c16e9028f7d91a4c5ef3d097ccd6b4cb09d4743a0b1c1b",
     },
     "1.26.0": {
         "_run_core": "8b4d52da7c238dc03198a1ff6e5396564e759959317c5bee6aaa1f7027a4cd4e",
         "_convert_workflow_event_to_agent_response_updates": (
             "3d895202c56e2d7bfa56ca59769db6d37d46cc9e4fd3698e988b1a4b1a0857e5"
         ),
+        "_extract_function_responses": "b9430951762ffe9870c16e9028f7d91a4c5ef3d097ccd6b4cb09d4743a0b1c1b",
     },
 }
 UPGRADE_HINT = (
@@ -159,7 +165,10 @@ def test_the_installed_release_is_a_verified_one() -> None:
     assert unverified_release() is None
 
 
-@pytest.mark.parametrize("method", ["_run_core", "_convert_workflow_event_to_agent_response_updates"])
+@pytest.mark.parametrize(
+    "method",
+    ["_run_core", "_convert_workflow_event_to_agent_response_updates", "_extract_function_responses"],
+)
 def test_overridden_sources_are_pinned_for_the_installed_release(method: str) -> None:
     digest = hashlib.sha256(inspect.getsource(getattr(WorkflowAgent, method)).encode("utf-8")).hexdigest()
     assert digest == PINNED_SOURCES.get(AF_CORE, {}).get(method), (
@@ -239,6 +248,17 @@ def test_check_compatibility_fails_loudly_on_a_changed_run_core(monkeypatch: pyt
 
     monkeypatch.setattr(WorkflowAgent, "_run_core", changed)
     with pytest.raises(RuntimeError, match=r"_run_core parameters.*Re-verify the restore bug"):
+        check_compatibility()
+
+
+def test_check_compatibility_fails_loudly_on_a_changed_answer_conversion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def changed(self: Any, input_messages: Any) -> Any:
+        return {}
+
+    monkeypatch.setattr(WorkflowAgent, "_extract_function_responses", changed)
+    with pytest.raises(RuntimeError, match=r"_extract_function_responses parameters"):
         check_compatibility()
 
 
@@ -422,15 +442,17 @@ async def test_approval_answer_on_fresh_instance() -> None:
     ]
     assert [u.text for u in updates] == ["Completed with decision: approve"]
     assert not any(c.type == "function_call" for u in updates for c in u.contents)
-    # Saves: the restore's empty superstep, the responses entry checkpoint, then the answering superstep.
+    # One run restores and delivers: the responses entry checkpoint (the answer queued, chained to
+    # the pause, same iteration), then the answering superstep's. No empty restore superstep.
     saves = [
         cp for cp in storage.saved if cp.checkpoint_id in {v for k, v in storage.timeline if k == "save"}
     ]
-    assert len(saves) == 3
-    assert list(saves[0].pending_request_info_events) == [call_id]
+    assert len(saves) == 2
+    assert not saves[0].pending_request_info_events and saves[0].messages
     assert saves[0].previous_checkpoint_id == pause.checkpoint_id
-    assert not saves[1].pending_request_info_events and saves[1].messages
-    assert not saves[2].pending_request_info_events and not saves[2].messages
+    assert saves[0].iteration_count == pause.iteration_count
+    assert not saves[1].pending_request_info_events and not saves[1].messages
+    assert saves[1].iteration_count == pause.iteration_count + 1
 
 
 async def test_approval_answer_non_streaming() -> None:
@@ -453,6 +475,57 @@ async def test_restore_without_answer_re_emits_the_pending_request() -> None:
         if c.type == "function_call"
     ]
     assert [c.call_id for c in calls] == [call_id]
+
+
+class _TwoAsks(Executor):
+    """Asks two questions in one superstep; yields each answer as it comes."""
+
+    def __init__(self) -> None:
+        super().__init__(id="two_asks")
+
+    @handler
+    async def ask(self, messages: list[Message], ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.request_info(request_data="first?", response_type=str)
+        await ctx.request_info(request_data="second?", response_type=str)
+
+    @response_handler
+    async def answered(self, original: str, answer: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(f"{original} {answer}")
+
+
+def _two_asks() -> WorkflowAgent:
+    asks = _TwoAsks()
+    return make_restorable(WorkflowBuilder(start_executor=asks, output_from=[asks]).build().as_agent())
+
+
+async def test_answering_one_of_two_requests_shows_the_other_still_pending() -> None:
+    """A partial answer goes in the run that restores (non-streaming here); the request it does
+    not answer is shown again, and answered from the next pause."""
+    storage = RecordingStorage()
+    asked = await _two_asks().run("go", checkpoint_storage=storage)
+    first, second = [str(c.call_id) for m in asked.messages for c in m.contents if c.type == "function_call"]
+
+    def answer(call_id: str, text: str) -> Message:
+        return Message(role="tool", contents=[Content.from_function_result(call_id=call_id, result=text)])
+
+    pause = storage.saved[-1]
+    partial = await _two_asks().run(
+        answer(first, "yes"), checkpoint_id=pause.checkpoint_id, checkpoint_storage=storage
+    )
+    contents = [c for m in partial.messages for c in m.contents]
+    assert [c.call_id for c in contents if c.type == "function_call"] == [second]
+    assert [c.text for c in contents if c.type == "text"] == ["first? yes"]
+    assert pending_request_ids(storage.saved[-1]) == [second]
+
+    rest = _two_asks().run(
+        answer(second, "no"),
+        stream=True,
+        checkpoint_id=storage.saved[-1].checkpoint_id,
+        checkpoint_storage=storage,
+    )
+    updates = [u async for u in rest]
+    assert [u.text for u in updates] == ["second? no"]
+    assert not any(c.type == "function_call" for u in updates for c in u.contents)
 
 
 # endregion

@@ -283,11 +283,6 @@ def test_a_server_tool_beside_an_approval_is_not_shown_as_the_clients_call(
 RAN = ("get_database_schema", "execute_database_query")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: each continuation restores with workflow.run(checkpoint_id=...) first, a superstep that "
-    "counts against max_iterations (6 in this sample), so the revision loop stops one superstep early",
-)
 def test_checkpoint_with_human_in_the_loop_sample_takes_a_revision(hitl_server: InProcessServer) -> None:
     """The sample's revision: agent-framework alone (one instance, or a fresh one resumed with
     run(checkpoint_id=..., responses=...)) asks for review again after the writer revises."""

@@ -35,6 +35,12 @@ Private names used, and why
   ``make_restorable`` (``__class__`` rebinding), so an overridden ``run()`` stays the entry point.
   After the workflow's last event it awaits the host's ``on_events_end`` hook, before the
   framework's stream builds its final response from every update.
+- ``WorkflowAgent._extract_function_responses``: how the original turns a call's answers (function
+  results, approval responses) into ``Workflow.run``'s ``responses`` for the pending requests. A
+  call that only answers a checkpoint's pending requests is converted with it and restored and
+  delivered in ONE ``Workflow.run(checkpoint_id=..., responses=...)``: restoring alone runs a
+  superstep that counts against the workflow's ``max_iterations`` (the framework resumes a pause in
+  one run, and so does the host).
 - ``WorkflowAgent._convert_workflow_event_to_agent_response_updates``: overridden by the mixin so
   an output that is an agent's reply (update, response, message, list of messages) is forwarded
   with every content, as 1.23.0 does (``forwarding.forwarded``); 1.26.0 drops tool calls, approval responses
@@ -83,6 +89,7 @@ from .checkpoints import (
 )
 from .compat import (
     CONVERT_PARAMETERS,
+    EXTRACT_RESPONSES_PARAMETERS,
     RUN_CORE_PARAMETERS,
     VERIFIED_RELEASES,
     check_compatibility,
@@ -103,6 +110,7 @@ __all__ = [
     "ALLOW_TYPE_FLAG",
     "ALWAYS_ALLOWED_TYPES",
     "CONVERT_PARAMETERS",
+    "EXTRACT_RESPONSES_PARAMETERS",
     "RUN_CORE_PARAMETERS",
     "VALIDATION_LOGGER",
     "VERIFIED_RELEASES",

@@ -17,6 +17,7 @@ from agent_framework._workflows._typing_utils import is_instance_of, try_coerce_
 
 __all__ = [
     "CONVERT_PARAMETERS",
+    "EXTRACT_RESPONSES_PARAMETERS",
     "RUN_CORE_PARAMETERS",
     "VERIFIED_RELEASES",
     "check_compatibility",
@@ -45,11 +46,16 @@ RUN_CORE_PARAMETERS: tuple[str, ...] = (
     "client_kwargs",
 )
 
+# The parameters of WorkflowAgent._extract_function_responses, which converts a call's answers
+# into Workflow.run's `responses` (the mixin calls it for the run that restores and delivers).
+EXTRACT_RESPONSES_PARAMETERS: tuple[str, ...] = ("self", "input_messages", "pending_requests")
+
 # Keyword arguments the restore phase passes to Workflow.run.
 WORKFLOW_RUN_RESTORE_KWARGS: tuple[str, ...] = (
     "stream",
     "checkpoint_id",
     "checkpoint_storage",
+    "responses",
     "tools",
     "function_invocation_kwargs",
     "client_kwargs",
@@ -103,6 +109,14 @@ def check_compatibility() -> None:
                 "WorkflowAgent._convert_workflow_event_to_agent_response_updates parameters are "
                 f"{convert_params}, expected {CONVERT_PARAMETERS} first"
             )
+    extract = getattr(WorkflowAgent, "_extract_function_responses", None)
+    if extract is None:
+        problems.append("WorkflowAgent._extract_function_responses is missing")
+    elif (extract_params := tuple(inspect.signature(extract).parameters)) != EXTRACT_RESPONSES_PARAMETERS:
+        problems.append(
+            f"WorkflowAgent._extract_function_responses parameters are {extract_params}, "
+            f"expected {EXTRACT_RESPONSES_PARAMETERS}"
+        )
     workflow_cls = getattr(WorkflowAgent, "workflow", None)
     if workflow_cls is None:
         problems.append("WorkflowAgent.workflow is missing")

@@ -4,6 +4,7 @@ workflow's last event.
 
 Private names: ``WorkflowAgent._run_core`` and
 ``WorkflowAgent._convert_workflow_event_to_agent_response_updates`` (overridden by the mixin),
+``WorkflowAgent._extract_function_responses`` (called by the mixin to convert a call's answers),
 ``WorkflowAgent._workflow`` (set by ``_TypedInputWorkflowAgent``).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from agent_framework import (
@@ -35,6 +36,10 @@ from .forwarding import forwarded
 __all__ = ["make_restorable", "on_events_end", "typed_workflow_agent"]
 
 
+# The contents that answer a pending request (``_answered_request_ids``).
+_ANSWER_TYPES = frozenset({"function_result", "function_approval_response"})
+
+
 def _answered_request_ids(messages: Sequence[Message]) -> set[str]:
     """Request ids that the call's own input answers (function results and approval responses)."""
     answered: set[str] = set()
@@ -56,9 +61,57 @@ def _answered(event: WorkflowEvent, answered: set[str]) -> bool:
     return isinstance(data, Content) and data.type == "function_call" and data.call_id in answered
 
 
-async def _aiter(events: Iterable[WorkflowEvent]) -> AsyncIterable[WorkflowEvent]:
-    for event in events:
-        yield event
+async def _workflow_events(
+    workflow: Workflow, streaming: bool, run_kwargs: dict[str, Any]
+) -> AsyncIterable[WorkflowEvent]:
+    """The events of ``workflow.run(**run_kwargs)``, streamed or (non-streaming) all at its end."""
+    if streaming:
+        async for event in workflow.run(stream=True, **run_kwargs):
+            yield event
+    else:
+        for event in await workflow.run(**run_kwargs):
+            yield event
+
+
+def _input_delivered(storage: CheckpointStorage | None) -> None:
+    """Tell the host's storage (which has ``input_delivered``) that the run's input now reaches
+    the workflow: a checkpoint it saves from now on holds that input."""
+    delivered = getattr(storage, "input_delivered", None)
+    if callable(delivered):
+        delivered()
+
+
+async def _answers(
+    agent: WorkflowAgent,
+    messages: Sequence[Message],
+    answered: set[str],
+    checkpoint_id: str,
+    storage: CheckpointStorage,
+) -> dict[str, Any] | None:
+    """The ``responses`` that deliver ``messages`` to the checkpoint's pending requests in the run
+    that restores it, or None where the input is not only answers to pending requests.
+
+    Restoring alone runs a superstep (it re-emits the pending requests), which counts against
+    the workflow's ``max_iterations``; ``Workflow.run(checkpoint_id=..., responses=...)``
+    restores and delivers in one run, as the framework resumes a pause itself. The answers are
+    converted as the original converts them once restored (``_extract_function_responses`` over
+    the pending requests: a declaration-only tool's result, answered by its call's id, goes to
+    its request). Anything else in the input (a new message, a checkpoint with no pending
+    request) goes the two-run way.
+    """
+    if not answered or any(c.type not in _ANSWER_TYPES for m in messages for c in m.contents):
+        return None
+    try:
+        checkpoint = await storage.load(checkpoint_id)
+    except Exception:
+        # A checkpoint that cannot be read here fails the restore the same way (missing, a
+        # refused type): the two-run way reports it as the framework's restore always has.
+        return None
+    pending = checkpoint.pending_request_info_events
+    if not pending:
+        return None
+    responses: dict[str, Any] = agent._extract_function_responses(messages, pending)
+    return responses
 
 
 class _RestoreForwardingMixin(WorkflowAgent):
@@ -81,6 +134,11 @@ class _RestoreForwardingMixin(WorkflowAgent):
         | None = None,
     ) -> AsyncIterable[WorkflowEvent]:
         original = WorkflowAgent._run_core
+        kwargs: dict[str, Any] = {
+            "tools": tools,
+            "function_invocation_kwargs": function_invocation_kwargs,
+            "client_kwargs": client_kwargs,
+        }
         if checkpoint_id is not None:
             if checkpoint_storage is None:
                 raise AgentInvalidRequestException(
@@ -91,55 +149,33 @@ class _RestoreForwardingMixin(WorkflowAgent):
             restore: dict[str, Any] = {
                 "checkpoint_id": checkpoint_id,
                 "checkpoint_storage": checkpoint_storage,
-                "tools": tools,
-                "function_invocation_kwargs": function_invocation_kwargs,
-                "client_kwargs": client_kwargs,
+                **kwargs,
             }
-            if streaming:
-                events: AsyncIterable[WorkflowEvent] = self.workflow.run(stream=True, **restore)
-            else:
-                events = _aiter(await self.workflow.run(**restore))
-            async for event in events:
+            responses = await _answers(self, input_messages, answered, checkpoint_id, checkpoint_storage)
+            if responses is not None:
+                # One run restores and delivers (`_answers`): its first checkpoint, saved once the
+                # answers are queued and before any executor runs, already holds them.
+                _input_delivered(checkpoint_storage)
+                restore["responses"] = responses
+            async for event in _workflow_events(self.workflow, streaming, restore):
                 if not (event.type == "request_info" and _answered(event, answered)):
                     yield _shown(event)
-            if not input_messages:
+            if responses is not None or not input_messages:
                 await _events_ended(self)
                 return
         # Input phase: the original delivers function results to pending requests or sends a new
         # message when idle; with checkpoint_id=None it does not restore again. The host's
         # storage marks checkpoints saved before this point (they lack the input).
-        delivered = getattr(checkpoint_storage, "input_delivered", None)
-        if callable(delivered):
-            delivered()
+        _input_delivered(checkpoint_storage)
         convert = vars(self).get(_INPUT_ATTR)
         if convert is not None and self.workflow.status == WorkflowRunState.IDLE:
             # A workflow whose start executor does not take messages: its typed input, built
             # from the messages by the host (`inputs.InputSpec`), as the original would send them.
-            run_kwargs: dict[str, Any] = {
-                "message": convert(input_messages),
-                "checkpoint_storage": checkpoint_storage,
-                "tools": tools,
-                "function_invocation_kwargs": function_invocation_kwargs,
-                "client_kwargs": client_kwargs,
-            }
-            typed: AsyncIterable[WorkflowEvent] = (
-                self.workflow.run(stream=True, **run_kwargs)
-                if streaming
-                else _aiter(await self.workflow.run(**run_kwargs))
-            )
-            async for event in typed:
+            typed = {"message": convert(input_messages), "checkpoint_storage": checkpoint_storage, **kwargs}
+            async for event in _workflow_events(self.workflow, streaming, typed):
                 yield _shown(event)
         else:
-            async for event in original(
-                self,
-                input_messages,
-                None,
-                checkpoint_storage,
-                streaming,
-                tools=tools,
-                function_invocation_kwargs=function_invocation_kwargs,
-                client_kwargs=client_kwargs,
-            ):
+            async for event in original(self, input_messages, None, checkpoint_storage, streaming, **kwargs):
                 yield _shown(event)
         await _events_ended(self)
 

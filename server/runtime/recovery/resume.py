@@ -6,9 +6,10 @@ written that way, so every stored checkpoint of a response is paired, and the ne
 the host's sequence is where its workflow resumes: nothing it produced before is lost (it is
 committed), and nothing after it is duplicated (those supersteps rerun, and their partial
 events from the dead process are closed `incomplete` and left out of the output). A
-continuation's run saves a checkpoint after restoring the one it continues and before its
-input (a reply, a new message) reaches the workflow; such a checkpoint is marked
-`awaits_input`, and recovery from it delivers the stored input again.
+continuation's run that sends a new message saves a checkpoint after restoring the one it
+continues and before the message reaches the workflow; such a checkpoint is marked
+`awaits_input`, and recovery from it delivers the stored input again (an answer to pending
+requests is delivered by the run that restores: its first checkpoint holds it).
 
 What a batch of claimed responses needs is read at once (`Store.resume_states`: one query per
 table for the batch) and their takeovers recorded in one write (`Lives.begin_all`); then each

@@ -59,8 +59,9 @@ class SqlCheckpointStorage:
         # True while a run that restored a checkpoint has not yet delivered its request's input
         # (`input_delivered`): what it saves meanwhile is marked, so recovery delivers it again.
         self.awaiting_input = awaiting_input
-        # (checkpoint id, its stored data) read already (a continuation, recovery): its next
-        # `load` decodes it instead of reading it again (a stored checkpoint never changes).
+        # (checkpoint id, its stored data) read already (a continuation, recovery): a `load` of
+        # it decodes it instead of reading it again (a stored checkpoint never changes). An
+        # answer's run loads it twice: for its pending requests, then to restore it.
         self._preloaded = preloaded
 
     def input_delivered(self) -> None:
@@ -120,7 +121,7 @@ class SqlCheckpointStorage:
 
     async def load(self, checkpoint_id: str) -> WorkflowCheckpoint:
         await self._settled()
-        preloaded, self._preloaded = self._preloaded, None
+        preloaded = self._preloaded
         if preloaded is not None and preloaded[0] == checkpoint_id:
             return decode_checkpoint(preloaded[1], allowed_types=self._allowed)
         row = await self._store.load_checkpoint(checkpoint_id, self.user_id)
