@@ -122,8 +122,9 @@ def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
     - a tool approval (TOOL_APPROVAL): concurrent_builder_tool_approval, two approvals pending
       at once from parallel agents, both answered on the new server in one turn;
     - a declaration-only tool's call, answered by its call_id: agents_with_declaration_only_tools;
-    - an executor's own `request_info` (GENERIC) whose executor keeps its own state in the
-      checkpoint: workflow_as_agent_human_in_the_loop (a workflow agent, its typed request);
+    - an executor's own `request_info` (GENERIC), answered with its typed response, beside an
+      executor's own state restored from the checkpoint (the worker's pending reviews):
+      workflow_as_agent_human_in_the_loop, a workflow agent;
     - a sub-workflow's request, killed after one answer: sub_workflow_checkpoint;
     - a handoff (USER_INPUT turns, then a tool approval), killed while the approval waits:
       handoff_with_tool_approval_checkpoint_resume.
