@@ -94,8 +94,8 @@ pytest: $(TEST_STAMP) $(OLDEST_STAMP)
 # The suite on the oldest supported release (README: supported agent-framework releases) but
 # for the tests marked `once` (tests/conftest.py ONCE, with each one's reason): they run no
 # agent-framework code a release can change (the store, the wire protocol, PostgreSQL's poolers
-# and faults, webhooks, retention, packaging) or cover both releases by themselves (the container
-# tests, test_releases). A clean-clone .ci/run took 13:56 with them in both passes, the oldest
+# and faults, webhooks, retention, packaging, `serve --workers`, pytest-xdist's grouping) or
+# cover both releases by themselves (the container tests, test_releases). A clean-clone .ci/run took 13:56 with them in both passes, the oldest
 # pass 12:13 of it (~25% of its test time theirs), on two cores that both passes keep busy.
 OLDEST_SELECT ?= -m 'not once'
 pytest-oldest: $(OLDEST_STAMP)

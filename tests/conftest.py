@@ -78,6 +78,10 @@ ONCE = {
     "tests/test_deploy_files.py": "the deploy files",
     "tests/test_sizes.py": "source sizes",
     "tests/test_construction.py": "a scan of the source",
+    "tests/test_xdist_groups.py": "pytest-xdist's grouping, on a suite of its own (the two venvs install "
+    "the same pytest and pytest-xdist)",
+    "tests/e2e/test_workers.py": "process supervision (`serve --workers`, SO_REUSEPORT, signals); its "
+    "workers serve the default echo workflow, which the rest of tests/e2e runs on both releases",
 }
 
 

@@ -62,26 +62,21 @@ APPS = {
     "azure_chat_agents_tool_calls_with_feedback": "agent_apps:writer_with_tools_and_feedback",
 }
 
-# Every sample that pauses -> the answers given before the kill (its response then waits for the
-# next): the crash test runs each one's whole conversation across a kill -9.
+# The samples the crash test runs across a kill -9 -> the answers given before the kill (its
+# response then waits for the next): one per kind of request a paused response can wait on
+# (the test's docstring says why each); every other pausing sample runs its whole conversation
+# on the in-process server (`test_sample_hosted_turn_by_turn`).
 CRASHES = {
-    "sequential_request_info": 0,
     "concurrent_request_info": 1,
-    "group_chat_request_info": 0,
-    "agents_with_approval_requests": 0,
-    "agents_with_declaration_only_tools": 0,
-    "sequential_builder_tool_approval": 0,
     "concurrent_builder_tool_approval": 0,
-    "group_chat_builder_tool_approval": 0,
-    "checkpoint_with_human_in_the_loop": 0,
+    "agents_with_declaration_only_tools": 0,
+    "workflow_as_agent_human_in_the_loop": 0,
     "sub_workflow_checkpoint": 1,
     "handoff_with_tool_approval_checkpoint_resume": 1,
-    "workflow_as_agent_human_in_the_loop": 0,
-    "azure_chat_agents_tool_calls_with_feedback": 1,
 }
 
-# The in-process server hosts the samples that do not pause (the paused ones run in the crash
-# test's servers), and the two of the open bugs' tests.
+# The in-process server hosts the samples the crash test does not run (it runs its own
+# servers), and the two of the open bugs' tests.
 IN_PROCESS_APPS = ",".join(
     f"{name}=tests.samples.{factory}"
     for name, factory in APPS.items()
@@ -117,12 +112,25 @@ def test_sample_hosted_turn_by_turn(hitl_server: InProcessServer, flow: Flow) ->
 def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
-    """Each sample paused on its request (an agent's reply held for review, a tool approval, a
-    declaration-only tool's call, an executor's own request, a sub-workflow's, a workflow
-    agent's typed one), the server is killed -9; another starts in a fresh working directory
-    (the compute recreated) on the same database: every answer is taken and each sample
-    completes, each output once (the checks compare whole output lists). Every sample is run
-    to its end; the failures are reported together."""
+    """One sample per kind of request a response pauses on, paused (after the answers CRASHES
+    gives), the server killed -9; another starts in a fresh working directory (the compute
+    recreated) on the same database: every answer is taken and each sample completes, each
+    output once (the checks compare whole output lists). Every sample is run to its end; the
+    failures are reported together. The kinds (server/runtime/pauses/requests.py), one sample each:
+    - an agent's reply held for review (`with_request_info`, AGENT_REVIEW), killed after one
+      answer: concurrent_request_info, a fan-out's replies held and one re-held after revision;
+    - a tool approval (TOOL_APPROVAL): concurrent_builder_tool_approval, two approvals pending
+      at once from parallel agents, both answered on the new server in one turn;
+    - a declaration-only tool's call, answered by its call_id: agents_with_declaration_only_tools;
+    - an executor's own `request_info` (GENERIC), answered with its typed response, beside an
+      executor's own state restored from the checkpoint (the worker's pending reviews):
+      workflow_as_agent_human_in_the_loop, a workflow agent;
+    - a sub-workflow's request, killed after one answer: sub_workflow_checkpoint;
+    - a handoff (USER_INPUT turns, then a tool approval), killed while the approval waits:
+      handoff_with_tool_approval_checkpoint_resume.
+    The others (sequential and group-chat request_info and tool approval, the email approvals,
+    checkpoint_with_human_in_the_loop, azure_chat_agents_tool_calls_with_feedback) pause on the
+    same kinds through the same restore and run their whole conversations in-process."""
     flows = [f for f in FLOWS if f.model in CRASHES]
     apps = ",".join(f"{f.model}=tests.samples.{APPS[f.model]}" for f in flows)
     first = server_factory(database_url, app=apps, env=model_env(fake)).start()
@@ -137,8 +145,8 @@ def test_paused_samples_killed_and_restarted_on_a_wiped_disk_take_their_answers(
         except Exception as exc:  # every sample runs; all failures are reported below
             failures.append(f"{flow.model}: {exc!r}"[:3000])
     assert not failures, "\n".join(failures)
-    # The samples' own FileCheckpointStorage (in the repository, not wiped) was never used: the
-    # host's storage is the run's.
+    # The samples' own FileCheckpointStorage (in the repository, not wiped) was never used, by
+    # this test's servers or the in-process one: the host's storage is the run's.
     for directory in (
         checkpoint_with_human_in_the_loop.TEMP_DIR,
         sub_workflow_checkpoint.CHECKPOINT_DIR,

@@ -69,6 +69,10 @@ class HostedApp:
         self._checked: dict[Any, InputSpec] = {}
         self.kind = "agent"
         probe = self._build_raw()
+        # The one agent start-up builds (never run: every run builds its own, `build`): what the
+        # version manifest (`versions.manifest_of`) and the journal's start-up check read the
+        # app's shape from, so a server's start builds each app once.
+        self.probe: Any = probe
         self.is_workflow = isinstance(probe, WorkflowAgent | FunctionalAgent)
         if isinstance(probe, WorkflowAgent):
             self.kind = "workflow"

@@ -30,7 +30,7 @@ def manifest_of(app: HostedApp) -> dict[str, Any]:
 
 
 def _shape(app: HostedApp) -> dict[str, Any]:
-    agent = app.build()
+    agent = app.probe  # the agent built at load: the same graph and tools every build gives
     workflow = getattr(agent, "workflow", None)
     if isinstance(workflow, Workflow):
         edges = sorted(

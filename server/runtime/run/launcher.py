@@ -279,10 +279,11 @@ class Launcher:
 
 
 def _log_unreachable(app: HostedApp, name: str) -> None:
-    """Once, at start-up: the executors whose agents the journal cannot reach by itself."""
+    """Once, at start-up: the executors whose agents the journal cannot reach by itself (read
+    from the agent built at load, `HostedApp.probe`: no build of its own)."""
     try:
-        hidden = unreachable(app.build(), is_workflow=app.is_workflow)
-    except Exception as exc:  # the app's factory: the first run reports it
+        hidden = unreachable(app.probe, is_workflow=app.is_workflow)
+    except Exception as exc:  # an odd agent's attributes: the journal's runs report what matters
         log.debug("app %s: not inspected for the journal: %r", name, exc)
         return
     if hidden:
