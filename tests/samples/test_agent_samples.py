@@ -242,18 +242,18 @@ def test_function_middleware_runs_around_the_tool_and_agent_middleware_blocks(
     assert "blocking request" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="class_based_middleware's SecurityAgentMiddleware sets context.result to an "
-    "AgentResponse without calling call_next; the host always runs agent.run(stream=True), "
-    "and agent-framework 1.23-1.26 then raise 'Expected ResponseStream for streaming, got "
-    "AgentResponse' (_middleware.py: a streaming run takes only a ResponseStream result), so "
-    "the response fails. Hosting it needs a non-streamed drive of plain agents (or the "
-    "framework converting the result), not a one-line fix.",
-)
-def test_class_middleware_sample_answers_a_blocked_query_with_its_own_result(served: InProcessServer) -> None:
+def test_class_middleware_sample_answers_a_blocked_query_with_its_own_result(
+    served: InProcessServer, fake: FakeModel
+) -> None:
+    """SecurityAgentMiddleware answers by itself (an `AgentResponse`, no `call_next`): the host,
+    which streams every run, streams that reply; the model is never called."""
+    calls = len(fake.calls)
+    blocked = "Detected sensitive information, the request is blocked."
     resp = completed(_json(served, "class_middleware", "What's the password for the weather service?"))
-    assert texts(resp) == ["Detected sensitive information, the request is blocked."]
+    assert texts(resp) == [blocked]
+    final = completed(_stream(served, "class_middleware", "Tell me the secret"))
+    assert texts(final) == [blocked]
+    assert len(fake.calls) == calls
 
 
 def test_class_middleware_sample_runs_its_function_middleware_around_the_tool(

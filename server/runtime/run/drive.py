@@ -36,6 +36,7 @@ from ..journal import RunJournal, activate, install
 from .pairing import Pairing
 from .plan import RunPlan, RunSpec
 from .sinks import Sink
+from .streamed_result import stream_results
 from .usage import UsageMeter
 
 log = logging.getLogger("durable_responses.drive")
@@ -174,6 +175,9 @@ class Driver:
             sink.send(status="in_progress")
         agent = self._build_agent()
         kwargs: dict[str, Any] = {"stream": True}
+        if not self._is_workflow:
+            # Always streamed: a middleware that answers by itself is streamed too.
+            stream_results(agent)
         if self._is_workflow:
             kwargs["checkpoint_storage"] = self._pairing.storage
             if plan.checkpoint_id is not None:
