@@ -175,9 +175,8 @@ class Driver:
             sink.send(status="in_progress")
         agent = self._build_agent()
         kwargs: dict[str, Any] = {"stream": True}
-        if not self._is_workflow:
-            # Always streamed: a middleware that answers by itself is streamed too.
-            stream_results(agent)
+        # Always streamed: an agent middleware that answers by itself is streamed too.
+        stream_results(agent, is_workflow=self._is_workflow)
         if self._is_workflow:
             kwargs["checkpoint_storage"] = self._pairing.storage
             if plan.checkpoint_id is not None:

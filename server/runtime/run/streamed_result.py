@@ -1,11 +1,13 @@
-"""A plain agent's middleware reply, streamed: the host always runs an agent with
-``stream=True``, and an agent middleware that answers by itself (it sets ``context.result`` to an
-``AgentResponse`` and does not call ``call_next``, as a guard that blocks a query does) gives a
-streaming run a result agent-framework refuses ("Expected ResponseStream for streaming, got
-AgentResponse"), though the same agent run without streaming returns it.
+"""An agent middleware's own reply, streamed. The host runs every agent with ``stream=True`` (a
+workflow too, whose agent executors then stream their agents); an agent middleware that answers
+by itself (it sets ``context.result`` to an ``AgentResponse`` and does not call ``call_next``, as
+a guard that blocks a query does) gives a streaming run a result agent-framework refuses
+("Expected ResponseStream for streaming, got AgentResponse"), though the same agent run without
+streaming returns it.
 
-`StreamedResult`, put outermost on the agent's own middleware, hands such a result over as the
-stream of its messages, so the client gets the middleware's reply as it would from the agent.
+`StreamedResult`, put outermost on the agent's own middleware (a plain agent's, or each agent
+executor's agent's), hands such a result over as the stream of its messages, so the client gets
+the middleware's reply as it would from the agent.
 Invariant: a stream, or no result, passes through untouched; only a whole response is turned
 into updates (one per message, its contents as they are, the usage last).
 """
@@ -62,12 +64,22 @@ def as_stream(response: AgentResponse) -> ResponseStream[AgentResponseUpdate, Ag
     return ResponseStream(replay(), finalizer=AgentResponse.from_updates)
 
 
-def stream_results(agent: Any) -> None:
-    """Put `StreamedResult` first (outermost) on a plain agent's own middleware, once."""
-    own = getattr(agent, "middleware", None)
-    if own is None and not hasattr(agent, "middleware"):
+def stream_results(agent: Any, *, is_workflow: bool) -> None:
+    """Put `StreamedResult` first (outermost) on the agent's own middleware, once: a plain agent,
+    or each agent executor's agent of a workflow (a streamed workflow streams them too)."""
+    if not is_workflow:
+        _outermost(agent)
         return
-    listed = list(own or [])
+    for executor in (getattr(getattr(agent, "workflow", None), "executors", None) or {}).values():
+        inner = getattr(executor, "agent", None)
+        if inner is not None:
+            _outermost(inner)
+
+
+def _outermost(agent: Any) -> None:
+    if not hasattr(agent, "middleware"):
+        return
+    listed = list(agent.middleware or [])
     if any(isinstance(m, StreamedResult) for m in listed):
         return
     agent.middleware = [StreamedResult(), *listed]
