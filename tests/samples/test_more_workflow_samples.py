@@ -3,8 +3,9 @@ SOURCES.json; built by `workflow_apps`) hosted on the fake model, on SQLite and 
 streams a turn through the openai client (a valid sequence, its agents' words in the output) and
 runs one in the background, read back with GET; the Magentic human plan review sample takes its
 human turns (revise, then approve); `kill -9` mid-run and a restart complete the agents-and-
-executor pipeline with every output once. One server per dialect hosts every sample (`model`
-picks it).
+executor pipeline with every output once. guessing_game_with_human_input, agents_with_HITL and
+checkpoint_with_resume (hosted by test_upstream_samples.py over plain HTTP) take their turns
+through the openai client too. One server per dialect hosts every sample (`model` picks it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from typing import Any
 import pytest
 
 from durable_responses.testing import FakeModel
-from tests.samples.hitl_flow import background, completed, streamed
+from tests.samples.hitl_flow import (
+    Body,
+    Flow,
+    Step,
+    background,
+    call_output,
+    completed,
+    request_data,
+    run_flow,
+    streamed,
+)
 from tests.samples.model import environ, model_env, openai_client
 from tests.support import db
 from tests.support.inprocess import InProcessServer
@@ -32,7 +43,18 @@ ONE_TURN = [
     "concurrent_visualized",
 ]
 HUMAN_TURNS = ["magentic_human_plan_review"]
-EVERY_APP = ",".join(f"{name}={APPS}:{name}" for name in ONE_TURN + HUMAN_TURNS)
+# Vendored and tested before (test_upstream_samples.py, over plain HTTP): here their own
+# conversations through the openai SDK, the first turn streamed and each answer a background
+# turn read back with GET, every event sequence checked (hitl_flow.run_flow).
+EARLIER = {
+    "guessing_game": "guessing_game",
+    "agents_with_HITL": "writer_with_feedback",
+    "checkpoint_with_resume": "factor_pairs",
+}
+EVERY_APP = ",".join(
+    [f"{name}={APPS}:{name}" for name in ONE_TURN + HUMAN_TURNS]
+    + [f"{sample}=tests.samples.apps:{factory}" for sample, factory in EARLIER.items()]
+)
 INPUT = {
     "agents_and_executor": "Create quick workspace wellness tips for a remote analyst working across two monitors.",
     "writer_reviewer_streaming": "Create a slogan for a new electric SUV that is affordable and fun to drive.",
@@ -146,13 +168,56 @@ def test_magentic_human_plan_review_sample_revises_then_approves_its_plan(sample
     assert output_texts(approved)[-1] == f"Final answer: the team has completed the task: {task}", approved
 
 
+def _asks(prompt_start: str) -> Any:
+    return lambda resp: str(request_data(resp)["prompt"]).startswith(prompt_start)
+
+
+def _no_request(resp: Body) -> bool:
+    return not [o for o in resp["output"] if o["type"] == "function_call"]
+
+
+def _factor_pairs(resp: Body) -> bool:
+    pairs = json.loads(output_texts(resp)[-1])
+    return bool(pairs["10"] == [[1, 10], [2, 5], [5, 2]] and pairs["7"] == [[1, 7]] and len(pairs) == 10)
+
+
+FLOWS = [
+    Flow(
+        "guessing_game",
+        "start",
+        _asks("The agent guessed: "),
+        [
+            Step(call_output("higher"), _asks("The agent guessed: ")),
+            Step(call_output("correct"), lambda resp: output_texts(resp)[-1] == "Guessed correctly!"),
+        ],
+    ),
+    Flow(
+        "agents_with_HITL",
+        "Write copy for a budget electric bike.",
+        _asks("Review the draft"),
+        [
+            Step(call_output("Make it punchier."), _asks("Review the draft")),  # the writer revised it
+            Step(call_output("approve"), _no_request),  # the final editor's version
+        ],
+    ),
+    Flow("checkpoint_with_resume", "10", _factor_pairs),  # no pause: streamed, then in the background
+]
+
+
+@pytest.mark.parametrize("flow", FLOWS, ids=[f.model for f in FLOWS])
+def test_an_earlier_sample_takes_its_turns_through_the_openai_client(
+    samples: InProcessServer, flow: Flow
+) -> None:
+    run_flow(samples.base_url, flow)
+
+
 @pytest.mark.crash
 def test_agents_and_executor_sample_killed_mid_run_completes_with_every_output_once(
     server_factory: Any, database_url: str, fake: FakeModel
 ) -> None:
     """`kill -9` in the final editor's model call (after the research agent's draft and
-    enrich_with_references); the restarted server finishes the run from its checkpoint (the
-    draft is not asked for again) with each output once."""
+    enrich_with_references); the restarted server finishes the run from its newest paired
+    checkpoint with each output once."""
     app = "agents_and_executor"
     env = {**model_env(fake), "DURABLE_RESPONSES_RECOVERY_INTERVAL": "1"}
     first = server_factory(database_url, app=f"{APPS}:{app}", env=env).start()
@@ -174,6 +239,7 @@ def test_agents_and_executor_sample_killed_mid_run_completes_with_every_output_o
     assert final.status == "completed", (final.error, second.log())
     check_sequence(stream_events(second.base_url, rid), label=rid)
     assert output_texts(final) == EXPECTED[app]
-    # Resumed from the checkpoint after the draft: only the final editor's call is made again.
-    (again,) = fake.calls[restarted:]
-    assert "External knowledge snippet" in json.dumps(again.request), again.request
+    # Resumed from the newest paired checkpoint: the final editor's call is made again, and the
+    # draft's too only if the kill beat its checkpoint's commit (DESIGN.md: group commit).
+    again = fake.calls[restarted:]
+    assert 1 <= len(again) <= 2 and "External knowledge snippet" in json.dumps(again[-1].request), again
