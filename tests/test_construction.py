@@ -57,6 +57,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("runtime/journal/install.py", "client.function_middleware"): "agent-framework: as above",
     ("runtime/journal/install.py", "agent.middleware"): "agent-framework: an agent's public `middleware` "
     "list, for an agent without such a client",
+    ("runtime/run/streamed_result.py", "agent.middleware"): "agent-framework: an agent's public "
+    "`middleware` list, where the host puts the middleware that streams a middleware's own reply",
+    ("runtime/run/streamed_result.py", "context.result"): "agent-framework: a middleware answers by "
+    "setting `context.result` (a whole reply, handed over as a stream)",
     ("runtime/journal/run.py", "tool.additional_properties"): "agent-framework: a tool's "
     "`additional_properties` carry a caller's own marks (`not_safe_to_rerun`)",
 }
