@@ -219,7 +219,9 @@ def watch_runs(registry: _Runs) -> None:
 def watch_store(store: _StatsSource) -> None:
     """Export `store.stats` (commits, writes and fallbacks per kind); once the store is gone,
     its counters as last seen stay in the totals."""
-    if any(ref() is store for ref in _STORES):
+    # A copy of the keys: a collected store's weakref callback (`_retire`) removes its entry,
+    # and a garbage collection may run while this loop allocates.
+    if any(ref() is store for ref in list(_STORES)):
         return
     _STORES[weakref.ref(store, _retire)] = store.stats
 
