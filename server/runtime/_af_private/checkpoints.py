@@ -118,12 +118,13 @@ def _json_text(value: Any) -> str:
     try:
         text = orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        text = b"null"
-        value_changed = True
-    else:
-        value_changed = b"null" in text and _holds_non_finite(value)
-    if not value_changed:
-        return text.decode()
+        return _standard_json(value)
+    if b"null" in text and _holds_non_finite(value):
+        return _standard_json(value)
+    return text.decode()
+
+
+def _standard_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -22,7 +22,7 @@ from ...store import JournalRow, Store
 from ..apps.apps import HostedApp
 from ..delivery.webhooks import Webhooks
 from ..journal import JournalStats, RunJournal, unreachable
-from ..pauses.approval_calls import approval_calls
+from ..pauses.approval_calls import AnsweredCall, approval_calls
 from ..settings import Delivery, RuntimeSettings
 from .checkpoint_storage import SqlCheckpointStorage
 from .drive import AppEntry, Driver, JournalUse, Pacing
@@ -129,7 +129,7 @@ class Launcher:
             next_output_index=next_index,
             announced=plan.announced,
             server_label=self._app.name,
-            answered_calls={**plan.held_calls, **approval_calls(plan.messages)},
+            answered_calls=_answered_calls(plan),
             server_tools=self._settings.server_tools,
             resumed=resumed_items,
             usage=usage.stream,
@@ -186,7 +186,7 @@ class Launcher:
             spec.response_id,
             sink.emit,
             server_label=self._app.name,
-            answered_calls={**plan.held_calls, **approval_calls(plan.messages)},
+            answered_calls=_answered_calls(plan),
             server_tools=self._settings.server_tools,
             usage=usage.stream,
         )
@@ -276,6 +276,12 @@ class Launcher:
             await self._store.release_answers(response_id)
         except Exception:
             log.exception("response %s: clean-up after the run failed", response_id)
+
+
+def _answered_calls(plan: RunPlan) -> dict[str, AnsweredCall]:
+    """The calls this turn may run that the turn it answers never showed: those its stored state
+    held back (`plan.held_calls`) and those its approval answers decide (these win)."""
+    return {**plan.held_calls, **approval_calls(plan.messages)}
 
 
 def _log_unreachable(app: HostedApp, name: str) -> None:
